@@ -1,0 +1,427 @@
+//! The streaming detector: units go in one at a time, findings come out at the unit where their
+//! rule first holds, whatever the chunking.
+//!
+//! Periodic stretches are found without comparing every period at every unit. A run of period `p`
+//! must hold for `least_required_span(p) - p` units before it can count, so it is enough to look
+//! for it at sampled units, spaced less than that apart: at unit `x` the detector compares a
+//! fingerprint of the last 16 units with the fingerprint `p` units back, for every `p` whose
+//! spacing divides `x` (spacings are powers of two, so the periods due at `x` are one contiguous
+//! range, checked as a vector compare). A fingerprint match is confirmed unit by unit, the run is
+//! traced back to where it starts, and from then on a tracker follows it exactly until it breaks.
+//! Clean text costs a few operations per unit whatever `max_long_period` is, and no run that can
+//! reach its rule is missed, so findings and offsets are exact.
+
+use crate::finding::{Finding, Rule};
+use crate::lines::{LineEvent, Lines};
+use crate::rules::{BlockKind, Rules, FINGERPRINT_UNITS};
+
+const K: u64 = FINGERPRINT_UNITS as u64;
+/// Odd multiplier of the rolling fingerprint (wrapping arithmetic).
+const FP_BASE: u32 = 0x9E37_79B1;
+
+/// A streaming detector over a sequence of units (code points or token ids).
+#[derive(Clone, Debug)]
+pub struct Detector {
+    rules: Rules,
+    /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
+    /// trailing zero bits.
+    due_upto: [u32; 65],
+    window: Window,
+    /// Fingerprints of recent units, `fingerprints[i - fp_base]` for unit `i`.
+    fingerprints: Vec<u32>,
+    fp_base: u64,
+    fp_keep: usize,
+    fingerprint: u32,
+    /// `FP_BASE^K`, to drop the unit leaving the fingerprint.
+    fp_out: u32,
+    trackers: Vec<Tracker>,
+    lines: Lines,
+    /// A later finding must have its anchor at or after this offset.
+    claim_end: u64,
+    /// A fired periodic tracker is still running: nothing new can be found until it breaks.
+    claim_running: bool,
+    /// The line streak that fired is the claim.
+    line_claim: bool,
+    units_seen: u64,
+    first_finding: Option<Finding>,
+    candidates: Vec<Candidate>,
+}
+
+/// Follows one periodic run, unit by unit, once sampling has seen it.
+#[derive(Clone, Debug)]
+struct Tracker {
+    period: u64,
+    start: u64,
+    need: u64,
+    fired: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Candidate {
+    finding: Finding,
+    /// Index into `trackers`, or `None` for the line streak.
+    tracker: Option<usize>,
+}
+
+/// The last `len` units, in a ring.
+#[derive(Clone, Debug, Default)]
+struct Window {
+    buf: Vec<u32>,
+    len: usize,
+    /// Where the next unit goes.
+    head: usize,
+}
+
+impl Window {
+    fn push(&mut self, unit: u32) {
+        if self.buf.is_empty() {
+            self.buf = vec![0; self.len];
+        }
+        self.buf[self.head] = unit;
+        self.head += 1;
+        if self.head == self.len {
+            self.head = 0;
+        }
+    }
+
+    /// The unit `back` places before the newest (`back == 0` is the newest).
+    #[inline]
+    fn back(&self, back: u64) -> u32 {
+        debug_assert!((back as usize) < self.len);
+        let back = back as usize + 1;
+        let idx = if self.head >= back { self.head - back } else { self.head + self.len - back };
+        self.buf[idx]
+    }
+}
+
+impl Detector {
+    /// A detector with the given rules (which must have passed [`Rules::validate`]).
+    pub fn new(rules: Rules) -> Detector {
+        debug_assert!(rules.validate().is_ok());
+        let max_long = rules.max_long_period;
+        // Sampling spacing of each period: the largest power of two that leaves a sampled unit
+        // inside every run before it reaches its rule, made non-decreasing in the period.
+        let mut spacing = vec![0u64; max_long as usize + 2];
+        spacing[max_long as usize + 1] = u64::MAX;
+        for p in (1..=max_long).rev() {
+            let room = rules.least_required_span(p) - u64::from(p) - K + 1;
+            spacing[p as usize] = room.min(spacing[p as usize + 1]);
+        }
+        let mut due_upto = [0u32; 65];
+        for (tier, due) in due_upto.iter_mut().enumerate() {
+            let limit = if tier >= 63 { u64::MAX } else { 2u64 << tier };
+            *due = (1..=max_long).take_while(|&p| spacing[p as usize] < limit).last().unwrap_or(0);
+        }
+        let window_len = (1..=max_long)
+            .map(|p| rules.least_required_span(p) + 2)
+            .max()
+            .unwrap_or(0)
+            .max(u64::from(max_long) + K + 2) as usize;
+        let mut fp_out = 1u32;
+        for _ in 0..K {
+            fp_out = fp_out.wrapping_mul(FP_BASE);
+        }
+        Detector {
+            rules,
+            due_upto,
+            window: Window { len: window_len, ..Window::default() },
+            fingerprints: Vec::new(),
+            fp_base: 0,
+            fp_keep: max_long as usize + 1,
+            fingerprint: 0,
+            fp_out,
+            trackers: Vec::new(),
+            lines: Lines::new(&rules),
+            claim_end: 0,
+            claim_running: false,
+            line_claim: false,
+            units_seen: 0,
+            first_finding: None,
+            candidates: Vec::new(),
+        }
+    }
+
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    pub fn units_seen(&self) -> u64 {
+        self.units_seen
+    }
+
+    /// The first finding since creation or the last reset.
+    pub fn finding(&self) -> Option<&Finding> {
+        self.first_finding.as_ref()
+    }
+
+    /// Units of history the detector keeps: a line longer than this is reported by its tail.
+    pub fn window_len(&self) -> usize {
+        self.window.len
+    }
+
+    /// Forgets everything, as if new.
+    pub fn reset(&mut self) {
+        *self = Detector::new(self.rules.clone());
+    }
+
+    /// Feeds text; pushes the findings whose rule first held inside it onto `out`.
+    pub fn feed_str(&mut self, text: &str, out: &mut Vec<Finding>) {
+        for ch in text.chars() {
+            self.push(u32::from(ch), out);
+        }
+    }
+
+    /// Feeds units (code points, or token ids); pushes new findings onto `out`.
+    pub fn feed_units(&mut self, units: &[u32], out: &mut Vec<Finding>) {
+        for &unit in units {
+            self.push(unit, out);
+        }
+    }
+
+    /// Processes one unit.
+    #[inline]
+    pub fn push(&mut self, unit: u32, out: &mut Vec<Finding>) {
+        let x = self.units_seen;
+        self.window.push(unit);
+        self.units_seen += 1;
+        self.push_fingerprint(x, unit);
+        if !self.trackers.is_empty() {
+            self.follow_trackers(x, unit);
+        }
+        if let Some(event) = self.lines.push(x, unit) {
+            self.on_line(x, event);
+        }
+        if !self.claim_running && x >= K {
+            self.sample(x);
+        }
+        if !self.candidates.is_empty() {
+            self.resolve(x, out);
+        }
+    }
+
+    fn push_fingerprint(&mut self, x: u64, unit: u32) {
+        // Rolling polynomial over the last K units; `+ 1` keeps unit 0 from vanishing.
+        let mut fp = self.fingerprint.wrapping_mul(FP_BASE).wrapping_add(unit.wrapping_add(1));
+        if x >= K {
+            let leaving = self.window.back(K);
+            fp = fp.wrapping_sub(self.fp_out.wrapping_mul(leaving.wrapping_add(1)));
+        }
+        self.fingerprint = fp;
+        if self.fingerprints.len() == 2 * self.fp_keep {
+            self.fingerprints.drain(..self.fp_keep);
+            self.fp_base += self.fp_keep as u64;
+        }
+        self.fingerprints.push(fp);
+    }
+
+    fn follow_trackers(&mut self, x: u64, unit: u32) {
+        let mut i = 0;
+        while i < self.trackers.len() {
+            let t = &self.trackers[i];
+            if self.window.back(t.period) == unit {
+                let span = x + 1 - t.start;
+                if t.fired {
+                    self.claim_end = x + 1;
+                } else if span == t.need {
+                    let finding = self.periodic_finding(t, x);
+                    self.candidates.push(Candidate { finding, tracker: Some(i) });
+                }
+                i += 1;
+            } else {
+                if t.fired {
+                    self.claim_running = false;
+                }
+                self.trackers.swap_remove(i);
+            }
+        }
+    }
+
+    fn on_line(&mut self, x: u64, event: LineEvent) {
+        match event {
+            LineEvent::Continued if self.line_claim => self.claim_end = x + 1,
+            LineEvent::Continued => {}
+            LineEvent::NewStreak => self.line_claim = false,
+            LineEvent::Reached { start, line_start, period, repeats } => {
+                // A line longer than the window is reported by its tail.
+                let block_len = period.min(self.window.len as u64 - 1);
+                let first_back = x - (line_start + period - block_len);
+                let finding = Finding {
+                    rule: Rule::IdenticalLines,
+                    period,
+                    block: self.units_back(first_back, block_len),
+                    start,
+                    repeats,
+                    detected_at: x + 1,
+                };
+                self.candidates.push(Candidate { finding, tracker: None });
+            }
+        }
+    }
+
+    /// `len` units, oldest first, the first of them `first_back` places before the newest.
+    fn units_back(&self, first_back: u64, len: u64) -> Vec<u32> {
+        (0..len).map(|i| self.window.back(first_back - i)).collect()
+    }
+
+    fn periodic_finding(&self, t: &Tracker, x: u64) -> Finding {
+        let rule = if t.period <= u64::from(self.rules.max_period) { Rule::PeriodicRun } else { Rule::LongBlock };
+        Finding {
+            rule,
+            period: t.period,
+            block: self.units_back(x - t.start, t.period),
+            start: t.start,
+            repeats: (x + 1 - t.start) / t.period,
+            detected_at: x + 1,
+        }
+    }
+
+    /// Compares the fingerprint at `x` with those of every period due at `x`.
+    fn sample(&mut self, x: u64) {
+        let due = u64::from(self.due_upto[x.trailing_zeros().min(64) as usize]);
+        // The fingerprint `p` back must cover K real units.
+        let due = due.min(x + 1 - K);
+        if due == 0 {
+            return;
+        }
+        let here = (x - self.fp_base) as usize;
+        let target = self.fingerprints[here];
+        let older = &self.fingerprints[here - due as usize..here];
+        const LANES: usize = 16;
+        let mut hits: Vec<u64> = Vec::new();
+        for (c, chunk) in older.chunks(LANES).enumerate() {
+            // Branch-free test of the whole chunk, so the compiler can vectorise it.
+            if !chunk.iter().fold(false, |any, &f| any | (f == target)) {
+                continue;
+            }
+            for (j, &f) in chunk.iter().enumerate() {
+                if f == target {
+                    hits.push(due - (c * LANES + j) as u64);
+                }
+            }
+        }
+        for p in hits {
+            self.try_track(x, p);
+        }
+    }
+
+    /// A fingerprint `p` back matched at `x`: confirm it and follow the run if it can count.
+    fn try_track(&mut self, x: u64, p: u64) {
+        if self.trackers.iter().any(|t| t.period == p) {
+            return;
+        }
+        if (0..K).any(|m| self.window.back(m) != self.window.back(m + p)) {
+            return;
+        }
+        // Trace the run back: `first` is its first unit equal to the one `p` before it.
+        let oldest = self.units_seen - self.units_seen.min(self.window.len as u64);
+        let floor = p.max(oldest + p);
+        let mut first = x + 1 - K;
+        while first > floor && self.unit_at(x, first - 1) == self.unit_at(x, first - 1 - p) {
+            first -= 1;
+        }
+        if first == floor && first != p {
+            // The run is older than the window, so it was followed (or ruled out) already.
+            return;
+        }
+        if first < self.claim_end {
+            return;
+        }
+        let start = first - p;
+        if self.trackers.iter().any(|t| p % t.period == 0 && t.start <= start) || !self.is_primitive(x, start, p) {
+            return;
+        }
+        let block = self.units_back(x - start, p);
+        let need = self.rules.required_span(p as u32, BlockKind::of(&block));
+        let tracker = Tracker { period: p, start, need, fired: false };
+        debug_assert!(x + 1 - start <= need, "sampling let a run pass its rule");
+        if x + 1 - start == need {
+            let finding = self.periodic_finding(&tracker, x);
+            self.candidates.push(Candidate { finding, tracker: Some(self.trackers.len()) });
+        }
+        self.trackers.push(tracker);
+    }
+
+    #[inline]
+    fn unit_at(&self, x: u64, index: u64) -> u32 {
+        self.window.back(x - index)
+    }
+
+    /// Whether `units[start..start + p]` is not a power of a shorter block.
+    fn is_primitive(&self, x: u64, start: u64, p: u64) -> bool {
+        let mut rest = p;
+        let mut factor = 2;
+        while rest > 1 {
+            if factor * factor > rest {
+                factor = rest;
+            }
+            if rest % factor == 0 {
+                let q = p / factor;
+                if (start + q..start + p).all(|i| self.unit_at(x, i) == self.unit_at(x, i - q)) {
+                    return false;
+                }
+                while rest % factor == 0 {
+                    rest /= factor;
+                }
+            }
+            factor += 1;
+        }
+        true
+    }
+
+    /// Emits the candidates of unit `x` in order, each unless an earlier finding claims it.
+    fn resolve(&mut self, x: u64, out: &mut Vec<Finding>) {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.sort_by_key(|c| (c.finding.start, c.finding.rule, c.finding.period));
+        let mut fired: Option<Option<usize>> = None;
+        for candidate in candidates.drain(..) {
+            if candidate.finding.anchor() < self.claim_end {
+                continue;
+            }
+            self.claim_end = x + 1;
+            fired = Some(candidate.tracker);
+            if self.first_finding.is_none() {
+                self.first_finding = Some(candidate.finding.clone());
+            }
+            out.push(candidate.finding);
+        }
+        self.candidates = candidates;
+        let Some(source) = fired else {
+            // Candidates that did not fire are claimed for good: stop following them.
+            let claim_end = self.claim_end;
+            self.trackers.retain(|t| t.fired || t.start + t.period >= claim_end);
+            return;
+        };
+        // Every other run in progress started before this finding's end: none can count now.
+        match source {
+            Some(i) => {
+                let mut kept = self.trackers.swap_remove(i);
+                kept.fired = true;
+                self.trackers.clear();
+                self.trackers.push(kept);
+                self.claim_running = true;
+                self.line_claim = false;
+            }
+            None => {
+                self.trackers.clear();
+                self.claim_running = false;
+                self.line_claim = true;
+            }
+        }
+    }
+}
+
+/// Every finding in `units`, as a detector fed them would report.
+pub fn scan_units(units: &[u32], rules: &Rules) -> Vec<Finding> {
+    let mut detector = Detector::new(rules.clone());
+    let mut out = Vec::new();
+    detector.feed_units(units, &mut out);
+    out
+}
+
+/// Every finding in `text` (offsets in code points).
+pub fn scan_str(text: &str, rules: &Rules) -> Vec<Finding> {
+    let mut detector = Detector::new(rules.clone());
+    let mut out = Vec::new();
+    detector.feed_str(text, &mut out);
+    out
+}

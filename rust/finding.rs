@@ -1,0 +1,61 @@
+//! What the detector reports.
+
+use std::fmt;
+
+/// Which rule found the repetition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// A block of at most `max_period` units repeated back to back.
+    PeriodicRun,
+    /// A block longer than `max_period` units repeated back to back.
+    LongBlock,
+    /// The same non-empty line, many times in a row (blank lines between them allowed).
+    IdenticalLines,
+}
+
+impl Rule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::PeriodicRun => "periodic_run",
+            Rule::LongBlock => "long_block",
+            Rule::IdenticalLines => "identical_lines",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One degenerate region, as it stood when its rule first held. Offsets count units from the
+/// start of the stream (a Python `str` index for text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: Rule,
+    /// Units in one copy of the block. For `identical_lines`: the line's length without its
+    /// newline and trailing whitespace.
+    pub period: u64,
+    /// One copy of the repeated block (for `identical_lines`, the line without newline and
+    /// trailing whitespace). A line longer than the detector's window is cut to its last
+    /// `window` units.
+    pub block: Vec<u32>,
+    /// Where the first copy starts (for `identical_lines`, where the first line starts).
+    pub start: u64,
+    /// Full copies (or lines) seen when the rule first held.
+    pub repeats: u64,
+    /// Units seen when the rule first held: `text[start:detected_at]` is the evidence.
+    pub detected_at: u64,
+}
+
+impl Finding {
+    /// The offset from which a later finding may start without overlapping this one's first
+    /// copy: a loop that breaks for a unit and resumes is a new region.
+    pub(crate) fn anchor(&self) -> u64 {
+        match self.rule {
+            Rule::IdenticalLines => self.start,
+            Rule::PeriodicRun | Rule::LongBlock => self.start + self.period,
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! loopbreak: finds degenerate repetition (loops) in streamed language-model output.
+//!
+//! The core is pure Rust: [`Detector`] is fed text or token ids as they stream and reports a
+//! [`Finding`] at the unit where a rule first holds; [`scan_str`] lists every degenerate region of
+//! a whole text; [`trim_units`] shortens them before the text is saved. All thresholds live in
+//! [`Rules`]. The Python binding (`--features python`) is in `python.rs`, the only file that
+//! uses pyo3.
+
+mod detector;
+mod finding;
+mod lines;
+mod rules;
+mod trim;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use detector::{scan_str, scan_units, Detector};
+pub use finding::{Finding, Rule};
+pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+pub use trim::{trim_units, Removal, Trimmed, DEFAULT_KEEP};
+
+#[cfg(test)]
+mod oracle;
+#[cfg(test)]
+mod tests;

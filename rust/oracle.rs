@@ -1,0 +1,135 @@
+//! A slow, direct reading of the rules, for tests: every period at every unit, every line.
+//! The streaming detector must agree with it exactly.
+
+use crate::finding::{Finding, Rule};
+use crate::rules::{BlockKind, Rules};
+
+/// A finding the rules allow, before claims are applied, and how far its region reaches by time t.
+struct Candidate {
+    finding: Finding,
+    anchor: u64,
+    /// Offsets at which the region's claim grows (each value is the claim from then on).
+    claim_steps: Vec<u64>,
+}
+
+impl Candidate {
+    fn claim_at(&self, t: u64) -> u64 {
+        self.claim_steps.iter().copied().filter(|&c| c <= t).max().unwrap_or(0)
+    }
+}
+
+fn is_primitive(block: &[u32]) -> bool {
+    let p = block.len();
+    !(1..p).any(|q| p % q == 0 && (q..p).all(|i| block[i] == block[i - q]))
+}
+
+fn is_ws(u: u32) -> bool {
+    char::from_u32(u).is_some_and(char::is_whitespace)
+}
+
+fn periodic_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
+    let n = units.len();
+    for p in 1..=(rules.max_long_period as usize).min(n) {
+        let mut j = p;
+        while j < n {
+            if units[j] != units[j - p] {
+                j += 1;
+                continue;
+            }
+            let first = j;
+            while j < n && units[j] == units[j - p] {
+                j += 1;
+            }
+            let (start, end) = (first - p, j);
+            let block = &units[start..first];
+            if !is_primitive(block) {
+                continue;
+            }
+            let need = rules.required_span(p as u32, BlockKind::of(block)) as usize;
+            if end - start < need {
+                continue;
+            }
+            let detected_at = start + need;
+            let rule = if p <= rules.max_period as usize { Rule::PeriodicRun } else { Rule::LongBlock };
+            out.push(Candidate {
+                finding: Finding {
+                    rule,
+                    period: p as u64,
+                    block: block.to_vec(),
+                    start: start as u64,
+                    repeats: (need / p) as u64,
+                    detected_at: detected_at as u64,
+                },
+                anchor: first as u64,
+                claim_steps: (detected_at..=end).map(|c| c as u64).collect(),
+            });
+        }
+    }
+}
+
+fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
+    // (line start, content, end after the newline) of each terminated line.
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (i, &u) in units.iter().enumerate() {
+        if u == '\n' as u32 {
+            let mut end = i;
+            while end > start && is_ws(units[end - 1]) {
+                end -= 1;
+            }
+            lines.push((start, &units[start..end], i + 1));
+            start = i + 1;
+        }
+    }
+    let mut i = 0;
+    while i < lines.len() {
+        let (first_start, content, first_end) = lines[i];
+        if content.is_empty() {
+            i += 1;
+            continue;
+        }
+        let mut ends = vec![first_end];
+        let mut k = i + 1;
+        while k < lines.len() && (lines[k].1.is_empty() || lines[k].1 == content) {
+            if !lines[k].1.is_empty() {
+                ends.push(lines[k].2);
+            }
+            k += 1;
+        }
+        let need = rules.required_lines(BlockKind::of(content)) as usize;
+        if ends.len() >= need {
+            let detected_at = ends[need - 1] as u64;
+            out.push(Candidate {
+                finding: Finding {
+                    rule: Rule::IdenticalLines,
+                    period: content.len() as u64,
+                    block: content.to_vec(),
+                    start: first_start as u64,
+                    repeats: need as u64,
+                    detected_at,
+                },
+                anchor: first_start as u64,
+                claim_steps: ends[need - 1..].iter().map(|&e| e as u64).collect(),
+            });
+        }
+        // The next streak starts at the first differing non-blank line.
+        i = k;
+    }
+}
+
+/// Every finding, by the rules read literally.
+pub fn scan(units: &[u32], rules: &Rules) -> Vec<Finding> {
+    let mut candidates = Vec::new();
+    periodic_candidates(units, rules, &mut candidates);
+    line_candidates(units, rules, &mut candidates);
+    candidates.sort_by_key(|c| (c.finding.detected_at, c.finding.start, c.finding.rule, c.finding.period));
+    let mut emitted: Vec<&Candidate> = Vec::new();
+    for c in &candidates {
+        let t = c.finding.detected_at;
+        let claim = emitted.iter().map(|e| e.claim_at(t)).max().unwrap_or(0);
+        if c.anchor >= claim {
+            emitted.push(c);
+        }
+    }
+    emitted.into_iter().map(|c| c.finding.clone()).collect()
+}

@@ -1,0 +1,326 @@
+//! Every threshold of the detector, in one place, with the reasoning behind each default.
+//!
+//! A periodic stretch (a block of `p` units repeated back to back) is degenerate once it holds
+//! enough repeats *and* covers enough units. How many depends on the block: short blocks need many
+//! repeats, long blocks few, and blocks that normal text is full of (indentation, `-----` rules,
+//! table cells, escape sequences) need more than blocks of words. [`Rules::required_span`] is the
+//! single function that turns a block into the span it must reach.
+
+use std::fmt;
+
+/// Thresholds of the three rules. Lengths are in units (code points or token ids).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// Blocks up to this length are reported as `periodic_run`, longer ones as `long_block`.
+    pub max_period: u32,
+    /// The longest block the detector looks for. Memory per stream grows with it.
+    pub max_long_period: u32,
+    /// Repeats needed by a short block that reads as words (`loadTools.`, `the, `).
+    pub min_repeats: u32,
+    /// Span after which a block of words needs fewer than `min_repeats` repeats: a sentence
+    /// repeated ten times is as degenerate as a word repeated twenty times.
+    pub text_span: u32,
+    /// Repeats needed by a short block of code, digits or punctuation (`'\ufffe'`, `0, `).
+    pub code_min_repeats: u32,
+    /// Span after which a block of code needs fewer than `code_min_repeats` repeats.
+    pub code_span: u32,
+    /// The fewest repeats any block needs, however long it is.
+    pub long_min_repeats: u32,
+    /// The smallest span (units) any periodic finding covers.
+    pub min_span: u32,
+    /// Span needed by a block whose only visible character is one char (`-`, `=`, `a`, `1`).
+    pub single_char_min_span: u32,
+    /// Span needed by a block made only of whitespace.
+    pub whitespace_min_span: u32,
+    /// Consecutive identical lines needed when the line reads as words.
+    pub min_lines: u32,
+    /// Consecutive identical lines needed when the line is code, digits or punctuation.
+    pub code_min_lines: u32,
+}
+
+/// The defaults. Each was measured with `cargo run --release --example runs` on the running
+/// Python's standard library (23k files, 219 MB, must give no finding) and on the loops in
+/// `../shared/corpus/` (must be found); see README "How the defaults were chosen".
+pub const DEFAULT_RULES: Rules = Rules {
+    // From the incident report; the rule split only changes the finding's name.
+    max_period: 150,
+    // A repeated 92-line code block (llama.cpp#26039) is ~3,500 units.
+    max_long_period: 4096,
+    // `loadTools.` x20 = 200 units, inside the 250 the incident asks for.
+    min_repeats: 20,
+    text_span: 600,
+    code_min_repeats: 40,
+    code_span: 2000,
+    long_min_repeats: 4,
+    min_span: 64,
+    single_char_min_span: 512,
+    whitespace_min_span: 2048,
+    min_lines: 25,
+    code_min_lines: 40,
+};
+
+impl Default for Rules {
+    fn default() -> Self {
+        DEFAULT_RULES
+    }
+}
+
+/// The width (units) of the fingerprints the detector samples; a finding must hold at least this
+/// many matching units past its first copy, which bounds `min_span` from below.
+pub const FINGERPRINT_UNITS: u32 = 16;
+
+/// A rule value that cannot work, with the reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RulesError(pub String);
+
+impl fmt::Display for RulesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RulesError {}
+
+/// What a block is made of decides how much of it normal text may contain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Only whitespace: indentation, blank lines.
+    Whitespace,
+    /// One visible char, maybe with whitespace: `-----`, `= = =`, `aaaa`.
+    SingleChar,
+    /// Mostly letters (at least 3 of 4 visible chars): words, in any script.
+    Text,
+    /// Anything else: code, digits, punctuation, escapes.
+    Code,
+}
+
+impl BlockKind {
+    /// Classifies a block of code points (token ids are classified the same way, as if they were
+    /// code points; callers of the token API choose rules to suit).
+    pub fn of(units: &[u32]) -> BlockKind {
+        let mut counts = KindCounts::default();
+        for &u in units {
+            counts.add(u);
+        }
+        counts.kind()
+    }
+}
+
+/// Running counts from which a [`BlockKind`] is decided, so a line can be classified as it streams.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KindCounts {
+    visible: u64,
+    letters: u64,
+    first_visible: Option<u32>,
+    one_visible_char: bool,
+}
+
+impl KindCounts {
+    pub fn add(&mut self, unit: u32) {
+        let ch = char::from_u32(unit);
+        if ch.is_some_and(char::is_whitespace) {
+            return;
+        }
+        self.visible += 1;
+        if ch.is_some_and(char::is_alphabetic) {
+            self.letters += 1;
+        }
+        match self.first_visible {
+            None => {
+                self.first_visible = Some(unit);
+                self.one_visible_char = true;
+            }
+            Some(first) => self.one_visible_char &= first == unit,
+        }
+    }
+
+    pub fn kind(&self) -> BlockKind {
+        if self.visible == 0 {
+            BlockKind::Whitespace
+        } else if self.one_visible_char {
+            BlockKind::SingleChar
+        } else if 4 * self.letters >= 3 * self.visible {
+            BlockKind::Text
+        } else {
+            BlockKind::Code
+        }
+    }
+}
+
+impl Rules {
+    /// Checks that the values can work together; the detector relies on every check here.
+    pub fn validate(&self) -> Result<(), RulesError> {
+        let fail = |msg: String| Err(RulesError(msg));
+        if self.max_period < 1 {
+            return fail("max_period must be at least 1".into());
+        }
+        if self.max_long_period < self.max_period {
+            return fail(format!(
+                "max_long_period ({}) must be at least max_period ({})",
+                self.max_long_period, self.max_period
+            ));
+        }
+        if self.max_long_period > MAX_LONG_PERIOD_LIMIT {
+            return fail(format!("max_long_period must be at most {MAX_LONG_PERIOD_LIMIT}"));
+        }
+        if self.long_min_repeats < 2 {
+            return fail("long_min_repeats must be at least 2 (one copy is not a repeat)".into());
+        }
+        for (name, value) in [("min_repeats", self.min_repeats), ("code_min_repeats", self.code_min_repeats)] {
+            if value < self.long_min_repeats {
+                return fail(format!(
+                    "{name} ({value}) must be at least long_min_repeats ({})",
+                    self.long_min_repeats
+                ));
+            }
+        }
+        let least_span = 2 * FINGERPRINT_UNITS;
+        for (name, value) in [
+            ("min_span", self.min_span),
+            ("single_char_min_span", self.single_char_min_span),
+            ("whitespace_min_span", self.whitespace_min_span),
+        ] {
+            if value < least_span {
+                return fail(format!("{name} must be at least {least_span}"));
+            }
+        }
+        for (name, value) in [("min_lines", self.min_lines), ("code_min_lines", self.code_min_lines)] {
+            if value < 2 {
+                return fail(format!("{name} must be at least 2"));
+            }
+        }
+        for (name, value) in [
+            ("min_repeats", self.min_repeats),
+            ("code_min_repeats", self.code_min_repeats),
+            ("text_span", self.text_span),
+            ("code_span", self.code_span),
+            ("single_char_min_span", self.single_char_min_span),
+            ("whitespace_min_span", self.whitespace_min_span),
+            ("min_span", self.min_span),
+        ] {
+            if value > MAX_SPAN_LIMIT {
+                return fail(format!("{name} must be at most {MAX_SPAN_LIMIT}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Repeats a block of `period` units of this kind needs (Whitespace and SingleChar blocks are
+    /// judged by span, so they need only the floor every block needs).
+    pub fn required_repeats(&self, period: u32, kind: BlockKind) -> u32 {
+        let (most, span) = match kind {
+            BlockKind::Whitespace | BlockKind::SingleChar => return self.long_min_repeats,
+            BlockKind::Text => (self.min_repeats, self.text_span),
+            BlockKind::Code => (self.code_min_repeats, self.code_span),
+        };
+        span.div_ceil(period).clamp(self.long_min_repeats, most)
+    }
+
+    /// The span (units from the start of the first copy) at which a block of `period` units of
+    /// this kind becomes a finding.
+    pub fn required_span(&self, period: u32, kind: BlockKind) -> u64 {
+        let floor = match kind {
+            BlockKind::Whitespace => self.whitespace_min_span,
+            BlockKind::SingleChar => self.single_char_min_span,
+            BlockKind::Text | BlockKind::Code => self.min_span,
+        };
+        let by_repeats = u64::from(self.required_repeats(period, kind)) * u64::from(period);
+        by_repeats.max(u64::from(floor))
+    }
+
+    /// The smallest span any block of `period` units needs: the detector samples often enough to
+    /// never miss a run that reaches it.
+    pub fn least_required_span(&self, period: u32) -> u64 {
+        [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code]
+            .into_iter()
+            .map(|kind| self.required_span(period, kind))
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Identical lines needed for a line of this kind.
+    pub fn required_lines(&self, kind: BlockKind) -> u32 {
+        match kind {
+            BlockKind::Text => self.min_lines,
+            _ => self.code_min_lines,
+        }
+    }
+}
+
+/// Upper bound of `max_long_period`: it sizes the per-stream window.
+pub const MAX_LONG_PERIOD_LIMIT: u32 = 1 << 16;
+/// Upper bound of every span and repeat count, so products of them cannot overflow.
+pub const MAX_SPAN_LIMIT: u32 = 1 << 24;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn units(s: &str) -> Vec<u32> {
+        s.chars().map(u32::from).collect()
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        DEFAULT_RULES.validate().unwrap();
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(BlockKind::of(&units("  \n\t")), BlockKind::Whitespace);
+        assert_eq!(BlockKind::of(&units("-")), BlockKind::SingleChar);
+        assert_eq!(BlockKind::of(&units("= ")), BlockKind::SingleChar);
+        assert_eq!(BlockKind::of(&units("loadTools.")), BlockKind::Text);
+        assert_eq!(BlockKind::of(&units("人民法院 ")), BlockKind::Text);
+        assert_eq!(BlockKind::of(&units("Привет, ")), BlockKind::Text);
+        assert_eq!(BlockKind::of(&units("    '\\ufffe'\n")), BlockKind::Code);
+        assert_eq!(BlockKind::of(&units("0, ")), BlockKind::Code);
+        assert_eq!(BlockKind::of(&units("|---")), BlockKind::Code);
+    }
+
+    #[test]
+    fn short_blocks_need_many_repeats_long_blocks_few() {
+        let r = DEFAULT_RULES;
+        assert_eq!(r.required_repeats(10, BlockKind::Text), 20);
+        assert_eq!(r.required_repeats(60, BlockKind::Text), 10);
+        assert_eq!(r.required_repeats(600, BlockKind::Text), 4);
+        assert_eq!(r.required_repeats(13, BlockKind::Code), 40);
+        assert_eq!(r.required_repeats(4000, BlockKind::Code), 4);
+        assert_eq!(r.required_span(1, BlockKind::SingleChar), 512);
+        assert_eq!(r.required_span(2, BlockKind::Text), 64);
+    }
+
+    #[test]
+    fn required_span_never_decreases_with_period_for_a_kind() {
+        let r = DEFAULT_RULES;
+        for kind in [BlockKind::Text, BlockKind::Code] {
+            let mut last = 0;
+            for p in 1..=r.max_long_period {
+                let span = r.required_span(p, kind);
+                // A span can step down by less than one period where the repeat count drops.
+                assert!(span + u64::from(p) >= last, "{kind:?} p={p}");
+                last = span;
+            }
+        }
+    }
+
+    #[test]
+    fn validation_rejects_bad_values() {
+        let cases: Vec<(fn(&mut Rules), &str)> = vec![
+            (|r| r.max_period = 0, "max_period"),
+            (|r| r.max_long_period = 10, "max_long_period"),
+            (|r| r.max_long_period = MAX_LONG_PERIOD_LIMIT + 1, "max_long_period"),
+            (|r| r.long_min_repeats = 1, "long_min_repeats"),
+            (|r| r.min_repeats = 3, "min_repeats"),
+            (|r| r.min_span = 8, "min_span"),
+            (|r| r.min_lines = 1, "min_lines"),
+            (|r| r.code_span = MAX_SPAN_LIMIT + 1, "code_span"),
+        ];
+        for (change, name) in cases {
+            let mut rules = DEFAULT_RULES;
+            change(&mut rules);
+            let err = rules.validate().unwrap_err();
+            assert!(err.0.contains(name), "{err}");
+        }
+    }
+}

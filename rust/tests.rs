@@ -1,0 +1,188 @@
+//! Tests of the whole core: the detector against the oracle, chunking, and the rules on real
+//! shapes of loops and of normal text.
+
+use crate::oracle;
+use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, Rules, DEFAULT_RULES};
+
+/// Small rules, so that random texts over small alphabets reach every rule often.
+const SMALL: Rules = Rules {
+    max_period: 8,
+    max_long_period: 40,
+    min_repeats: 6,
+    text_span: 40,
+    code_min_repeats: 8,
+    code_span: 60,
+    long_min_repeats: 3,
+    min_span: 32,
+    single_char_min_span: 40,
+    whitespace_min_span: 48,
+    min_lines: 3,
+    code_min_lines: 4,
+};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn units(s: &str) -> Vec<u32> {
+    s.chars().map(u32::from).collect()
+}
+
+/// Random texts with loops spliced in: noise, then copies of a random block (sometimes with a
+/// glitch), then noise, a few times over.
+fn random_text(rng: &mut Rng) -> Vec<u32> {
+    const ALPHABETS: [&str; 5] = ["ab", "ab \n", "a-\n ", "xyz.\n\n", "aé 人\n"];
+    let alphabet = units(ALPHABETS[rng.below(ALPHABETS.len())]);
+    let mut text = Vec::new();
+    for _ in 0..1 + rng.below(4) {
+        for _ in 0..rng.below(30) {
+            text.push(alphabet[rng.below(alphabet.len())]);
+        }
+        let block: Vec<u32> = (0..1 + rng.below(45)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+        for _ in 0..rng.below(12) {
+            text.extend_from_slice(&block);
+            if rng.below(8) == 0 {
+                text.push(alphabet[rng.below(alphabet.len())]);
+            }
+        }
+    }
+    text
+}
+
+fn feed_in_chunks(text: &[u32], rules: &Rules, rng: &mut Rng) -> Vec<Finding> {
+    let mut detector = Detector::new(*rules);
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let len = (1 + rng.below(9)).min(text.len() - at);
+        detector.feed_units(&text[at..at + len], &mut out);
+        at += len;
+    }
+    out
+}
+
+#[test]
+fn detector_agrees_with_oracle_on_random_texts() {
+    let mut rng = Rng(0x5EED);
+    let mut found = 0;
+    for case in 0..4000 {
+        let text = random_text(&mut rng);
+        let expected = oracle::scan(&text, &SMALL);
+        let got = scan_units(&text, &SMALL);
+        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
+        assert_eq!(got, expected, "case {case}: {shown:?}");
+        assert_eq!(feed_in_chunks(&text, &SMALL, &mut rng), expected, "chunked, case {case}");
+        found += expected.len();
+    }
+    assert!(found > 1000, "random texts should reach the rules often, found {found}");
+}
+
+#[test]
+fn detector_agrees_with_oracle_on_default_rules() {
+    let mut rng = Rng(0xD1CE);
+    for case in 0..12 {
+        let mut text = random_text(&mut rng);
+        let block = text.clone();
+        for _ in 0..rng.below(30) {
+            text.extend_from_slice(&block[..block.len().min(1 + rng.below(200))]);
+        }
+        assert_eq!(scan_units(&text, &DEFAULT_RULES), oracle::scan(&text, &DEFAULT_RULES), "case {case}");
+    }
+}
+
+fn first(text: &str) -> Finding {
+    scan_str(text, &DEFAULT_RULES).into_iter().next().unwrap_or_else(|| panic!("no finding in {text:.80?}"))
+}
+
+#[test]
+fn load_tools_loops_are_found_within_about_twenty_repeats() {
+    for block in ["loadTools.", "loadTools.\n", "loadTools. "] {
+        let f = first(&block.repeat(2000));
+        assert_eq!(f.rule, Rule::PeriodicRun);
+        assert_eq!((f.start, f.period), (0, block.chars().count() as u64));
+        assert!(f.repeats <= 25 && f.detected_at <= 250, "{block:?}: {f:?}");
+    }
+}
+
+#[test]
+fn offsets_are_code_points() {
+    let prefix = "Привет, 世界! 👋🏽 é\n";
+    let text = format!("{prefix}{}", "не знаю, ".repeat(100));
+    let f = first(&text);
+    let chars: Vec<char> = text.chars().collect();
+    assert_eq!(f.start, prefix.chars().count() as u64);
+    let block: String = chars[f.start as usize..(f.start + f.period) as usize].iter().collect();
+    assert_eq!(block, "не знаю, ");
+}
+
+#[test]
+fn long_blocks_and_lines() {
+    let paragraph = "The quick brown fox jumps over the lazy dog while the cat watches from the \
+                     window and wonders why anyone would jump at all.\n";
+    let long_line = "x".repeat(10) + &"word ".repeat(58) + "\n";
+    let code_block: String = (0..90).map(|i| format!("    let value_{i} = compute({i}, &input);\n")).collect();
+    for (text, rule, period) in [
+        (paragraph.repeat(6), Rule::PeriodicRun, paragraph.chars().count()),
+        (long_line.repeat(30), Rule::LongBlock, long_line.chars().count()),
+        (code_block.repeat(5), Rule::LongBlock, code_block.chars().count()),
+    ] {
+        let f = first(&text);
+        assert_eq!((f.rule, f.period as usize, f.start), (rule, period, 0));
+    }
+    let lines: String = (0..40).map(|i| format!("same line{}\n", "\n".repeat(i % 3))).collect();
+    let f = first(&lines);
+    assert_eq!((f.rule, f.repeats, f.start), (Rule::IdenticalLines, 25, 0));
+}
+
+#[test]
+fn one_letter_fifty_thousand_times() {
+    let f = first(&"a".repeat(50_000));
+    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 512));
+}
+
+#[test]
+fn a_loop_after_a_glitch_is_a_new_region() {
+    let text = "go on. ".repeat(30) + "!" + &"go on. ".repeat(30);
+    let found = scan_str(&text, &DEFAULT_RULES);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(found[1].start > found[0].start);
+}
+
+#[test]
+fn state_does_not_grow_with_the_stream() {
+    let mut small = Detector::new(DEFAULT_RULES);
+    let mut large = Detector::new(DEFAULT_RULES);
+    let mut out = Vec::new();
+    let text = "Some ordinary text, with words that vary: 0123456789.\n";
+    small.feed_str(&text.repeat(200), &mut out);
+    for _ in 0..200 {
+        large.feed_str(&text.repeat(1000), &mut out);
+    }
+    assert_eq!(small.window_len(), large.window_len());
+}
+
+#[test]
+fn trim_keeps_the_clean_prefix_and_the_rest() {
+    let prefix = "Here is the plan:\n";
+    let suffix = "\nDone.";
+    let text = format!("{prefix}{}{suffix}", "loadTools.".repeat(500));
+    let trimmed = trim_units(&units(&text), &DEFAULT_RULES, 3);
+    let out: String = trimmed.units.iter().filter_map(|&u| char::from_u32(u)).collect();
+    assert!(out.starts_with(&format!("{prefix}{}", "loadTools.".repeat(3))), "{out}");
+    assert!(out.ends_with(suffix));
+    assert_eq!(trimmed.removals.len(), 1);
+    assert_eq!(trimmed.removals[0].units(), 4970);
+    assert!(out.contains("removed 4970 units: \"loadTools.\" repeated 497 more times (periodic_run)"), "{out}");
+    let clean = "nothing repeats here";
+    assert_eq!(trim_units(&units(clean), &DEFAULT_RULES, 3).units, units(clean));
+}
