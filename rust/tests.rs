@@ -129,7 +129,7 @@ fn offsets_are_code_points() {
 fn long_blocks_and_lines() {
     let paragraph = "The quick brown fox jumps over the lazy dog while the cat watches from the \
                      window and wonders why anyone would jump at all.\n";
-    let long_line = "x".repeat(10) + &"word ".repeat(58) + "\n";
+    let long_line: String = (0..50).map(|i| format!("w{i} ")).collect::<String>() + "\n";
     let code_block: String = (0..90).map(|i| format!("    let value_{i} = compute({i}, &input);\n")).collect();
     for (text, rule, period) in [
         (paragraph.repeat(6), Rule::PeriodicRun, paragraph.chars().count()),

@@ -1,0 +1,31 @@
+# One entry point for development. `make test` is what CI runs (.ci/run).
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+
+.PHONY: demo install test test-rust test-python typecheck bench
+
+# Quick start: install from source, then replay a real loop through the stream guard.
+demo:
+	$(PIP) install -q .
+	loopbreak demo --fast
+
+# Builds the extension in place, with everything the tests need.
+install:
+	$(PIP) install -q -e '.[test]'
+
+test: install test-rust test-python typecheck
+
+test-rust:
+	cargo test --release
+
+test-python:
+	$(PYTHON) -m pytest -q
+
+typecheck:
+	$(PYTHON) -m mypy
+
+# Benchmarks: criterion for the core, pytest-benchmark and the side-by-side comparison.
+bench: install
+	cargo bench --bench core
+	$(PYTHON) -m pytest -q benches --benchmark-enable --benchmark-only
+	$(PYTHON) benches/compare.py

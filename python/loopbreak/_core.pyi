@@ -1,0 +1,165 @@
+"""Type stubs of the Rust core. Offsets, periods and lengths count code points, so they index
+the Python ``str`` the text came from. A ``str`` holding lone surrogates is accepted: each
+surrogate is one unit like any other code point and comes back unchanged."""
+
+from typing import Any, Final, Literal, Optional
+
+__version__: Final[str]
+
+DEFAULT_KEEP: Final[int]
+"""Copies of each repeated block that ``trim`` keeps by default (3)."""
+
+RuleName = Literal["periodic_run", "long_block", "identical_lines"]
+
+class Rules:
+    """Thresholds of the three rules, validated on construction.
+
+    A block repeated back to back becomes a finding once its span (units from the start of the
+    first copy) reaches ``max(floor, repeats * period)``, where the floor and the repeat count
+    depend on what the block is made of:
+
+    - only whitespace: span >= ``whitespace_min_span`` (2048);
+    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (512);
+    - mostly letters (3 of 4 visible chars), i.e. words in any script: repeats >=
+      clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >= ``min_span``;
+    - anything else (code, digits, punctuation): the same with ``code_span`` and ``code_min_repeats``.
+
+    Every block needs at least ``long_min_repeats`` copies. Blocks up to ``max_period`` units are
+    reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
+    ``min_lines`` (lines of words) or ``code_min_lines`` (other lines) identical non-empty lines
+    in a row, blank lines between them allowed, are reported as ``identical_lines``.
+
+    Raises ``ValueError`` for values that cannot work together, ``TypeError`` for non-ints.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_period: int = 150,
+        max_long_period: int = 4096,
+        min_repeats: int = 20,
+        text_span: int = 600,
+        code_min_repeats: int = 40,
+        code_span: int = 2000,
+        long_min_repeats: int = 4,
+        min_span: int = 64,
+        single_char_min_span: int = 512,
+        whitespace_min_span: int = 2048,
+        min_lines: int = 25,
+        code_min_lines: int = 40,
+    ) -> None: ...
+    @property
+    def max_period(self) -> int: ...
+    @property
+    def max_long_period(self) -> int: ...
+    @property
+    def min_repeats(self) -> int: ...
+    @property
+    def text_span(self) -> int: ...
+    @property
+    def code_min_repeats(self) -> int: ...
+    @property
+    def code_span(self) -> int: ...
+    @property
+    def long_min_repeats(self) -> int: ...
+    @property
+    def min_span(self) -> int: ...
+    @property
+    def single_char_min_span(self) -> int: ...
+    @property
+    def whitespace_min_span(self) -> int: ...
+    @property
+    def min_lines(self) -> int: ...
+    @property
+    def code_min_lines(self) -> int: ...
+    def to_dict(self) -> dict[str, int]:
+        """The rules as a dict of field name to value."""
+
+class Finding:
+    """One degenerate region, as it stood when its rule first held (immutable)."""
+
+    @property
+    def rule(self) -> RuleName:
+        """Which rule found it."""
+    @property
+    def period(self) -> int:
+        """Units in one copy of the block (for ``identical_lines``: the line without its newline
+        and trailing whitespace)."""
+    @property
+    def block(self) -> str:
+        """One copy of the repeated block (for ``identical_lines``, the line)."""
+    @property
+    def start(self) -> int:
+        """Offset where the first copy starts (for ``identical_lines``, the first line)."""
+    @property
+    def repeats(self) -> int:
+        """Full copies (or lines) seen when the rule first held."""
+    @property
+    def detected_at(self) -> int:
+        """Units seen when the rule first held: ``text[start:detected_at]`` is the evidence."""
+    def to_dict(self) -> dict[str, Any]:
+        """The finding as a dict of plain values, for JSON and logs."""
+
+class Detector:
+    """A streaming detector: feed it text deltas as they arrive.
+
+    Findings and their offsets do not depend on how the text is split into deltas. The state is
+    bounded by the rules' window (about 100 KiB at the defaults), not by the stream length; the
+    ``findings`` list grows by one per degenerate region.
+    """
+
+    def __init__(self, rules: Optional[Rules] = None) -> None: ...
+    def feed(self, delta: str) -> Optional[Finding]:
+        """Feeds a delta; returns the first finding whose rule first held inside it, or None.
+        Raises ``TypeError`` if ``delta`` is not a ``str``."""
+    @property
+    def finding(self) -> Optional[Finding]:
+        """The first finding since creation or the last reset: the one to stop a stream on."""
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding so far, in order: the same list ``scan`` gives for the text fed."""
+    @property
+    def units_seen(self) -> int:
+        """Code points fed since creation or the last reset."""
+    @property
+    def rules(self) -> Rules: ...
+    def reset(self) -> None:
+        """Forgets everything fed so far; the rules stay."""
+
+def scan(text: str, rules: Optional[Rules] = None) -> list[Finding]:
+    """Every degenerate region of ``text``, in order: what a ``Detector`` fed ``text`` reports.
+    Large texts are scanned with the GIL released."""
+
+class Removal:
+    """One region that ``trim`` shortened. Offsets index the original text."""
+
+    @property
+    def finding(self) -> Finding: ...
+    @property
+    def start(self) -> int:
+        """Where the removed part starts (after the kept copies)."""
+    @property
+    def end(self) -> int:
+        """Where the repetition ends."""
+    @property
+    def units(self) -> int:
+        """Units removed: ``end - start``."""
+    @property
+    def repeats(self) -> int:
+        """Copies (or lines) removed; a cut-short last copy counts as one."""
+    def to_dict(self) -> dict[str, Any]: ...
+
+class Trimmed:
+    """The text to persist, and what was removed from it."""
+
+    @property
+    def text(self) -> str:
+        """The input with each degenerate region cut to its first copies plus a marker such as
+        ``[loopbreak: removed 4970 units: "loadTools." repeated 497 more times (periodic_run)]``.
+        Everything outside the removed parts is kept exactly; clean text comes back unchanged."""
+    @property
+    def removals(self) -> list[Removal]: ...
+
+def trim(text: str, keep: int = 3, rules: Optional[Rules] = None) -> Trimmed:
+    """Shortens every degenerate region of ``text`` to its first ``keep`` copies plus a marker.
+    Raises ``ValueError`` if ``keep`` < 1."""
