@@ -53,7 +53,6 @@ impl Default for LineHash {
 impl LineHash {
     fn push(&mut self, unit: u32) {
         let value = u64::from(unit) + 1;
-        self.kind.add(unit);
         if char::from_u32(unit).is_some_and(char::is_whitespace) {
             self.pending_hash = add_mod(mul_mod(self.pending_hash, BASE), value);
             self.pending_pow = mul_mod(self.pending_pow, BASE);
@@ -63,12 +62,14 @@ impl LineHash {
         if self.pending_len > 0 {
             self.hash = add_mod(mul_mod(self.hash, self.pending_pow), self.pending_hash);
             self.len += self.pending_len;
+            self.kind.add_whitespace(self.pending_len);
             self.pending_hash = 0;
             self.pending_pow = 1;
             self.pending_len = 0;
         }
         self.hash = add_mod(mul_mod(self.hash, BASE), value);
         self.len += 1;
+        self.kind.add(unit);
     }
 }
 

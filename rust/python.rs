@@ -10,7 +10,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use crate::{scan_str, scan_units, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
+use crate::{scan_str, BlockKind, scan_units, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
 
 /// Inputs above this many bytes are worked on with the GIL released.
 const DETACH_ABOVE_BYTES: usize = 64 * 1024;
@@ -131,6 +131,23 @@ macro_rules! rules_class {
                     self.inner.$field
                 }
             )*
+
+            /// The span (units from the start of the first copy) at which `block`, repeated back
+            /// to back, becomes a finding.
+            fn required_span(&self, block: &Bound<'_, PyAny>) -> PyResult<u64> {
+                let units = text_arg(block, "block")?.to_units();
+                if units.is_empty() {
+                    return Err(PyValueError::new_err("block must not be empty"));
+                }
+                let period = u32::try_from(units.len()).map_err(|_| PyValueError::new_err("block is too long"))?;
+                Ok(self.inner.required_span(period, BlockKind::of(&units)))
+            }
+
+            /// How many identical lines in a row make `line` a finding.
+            fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u32> {
+                let units = text_arg(line, "line")?.to_units();
+                Ok(self.inner.required_lines(BlockKind::of(&units)))
+            }
 
             /// The rules as a dict of field name to value.
             fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -38,15 +38,15 @@ class Rules:
         max_period: int = 150,
         max_long_period: int = 4096,
         min_repeats: int = 20,
-        text_span: int = 600,
-        code_min_repeats: int = 40,
+        text_span: int = 400,
+        code_min_repeats: int = 50,
         code_span: int = 2000,
         long_min_repeats: int = 4,
         min_span: int = 64,
         single_char_min_span: int = 512,
         whitespace_min_span: int = 2048,
         min_lines: int = 25,
-        code_min_lines: int = 40,
+        code_min_lines: int = 50,
     ) -> None: ...
     @property
     def max_period(self) -> int: ...
@@ -72,6 +72,11 @@ class Rules:
     def min_lines(self) -> int: ...
     @property
     def code_min_lines(self) -> int: ...
+    def required_span(self, block: str) -> int:
+        """The span (units from the start of the first copy) at which ``block``, repeated back to
+        back, becomes a finding. Raises ``ValueError`` for an empty block."""
+    def required_lines(self, line: str) -> int:
+        """How many identical lines in a row make ``line`` (without its newline) a finding."""
     def to_dict(self) -> dict[str, int]:
         """The rules as a dict of field name to value."""
 

@@ -1,12 +1,22 @@
-"""The ``loopbreak`` command."""
+"""The ``loopbreak`` command. Each subcommand's module registers its parser and sets
+``handler``, a function of the parsed arguments that returns the exit code."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import Callable
+
+from loopbreak import demo
 
 
 def main(argv: list[str] | None = None) -> int:
-    raise SystemExit("not yet")
+    parser = argparse.ArgumentParser(prog="loopbreak", description="Stop language-model repetition loops.")
+    commands = parser.add_subparsers(title="commands", required=True)
+    demo.register(commands)
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    return handler(args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,140 @@
+"""How the default rules were chosen: the strongest repetition in benign text against the
+weakest loop in real model output, for every kind of block.
+
+    python benches/tune.py            # the Python stdlib (benign) and ../shared/corpus (loops)
+
+For each kind of block, the benign corpus is scanned with rules that let only that kind fire, at
+a low threshold, and every region found is measured whole. A region's *load* is its span divided
+by the span the default rules require of it (for lines: lines over lines required): the defaults
+are safe while the largest benign load stays below 1, and the margin is 1 / that load. The loop
+corpora are then scanned with the defaults: which are found, and how far into the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import loopbreak
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO.parent / "shared" / "corpus"
+BENIGN_SUFFIXES = {".py", ".txt", ".rst", ".json", ".csv", ".html"}
+DEFAULTS = loopbreak.Rules()
+HIGH = 1 << 24
+HIGH_LONG = 1 << 16
+
+
+def stdlib_texts() -> Iterator[tuple[str, str]]:
+    """Every text file of the running Python's standard library (third-party packages excluded)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.suffix not in BENIGN_SUFFIXES or "site-packages" in relative.parts or not path.is_file():
+            continue
+        yield str(relative), path.read_text(encoding="utf-8", errors="surrogateescape")
+
+
+# Probe rules: only one kind can fire, at a low threshold.
+PROBES: dict[str, loopbreak.Rules] = {
+    "text blocks": loopbreak.Rules(
+        min_repeats=3, text_span=32, long_min_repeats=3, code_min_repeats=HIGH, code_span=HIGH,
+        single_char_min_span=HIGH, whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+    ),
+    "code blocks": loopbreak.Rules(
+        code_min_repeats=3, code_span=32, long_min_repeats=3, min_repeats=HIGH, text_span=HIGH,
+        single_char_min_span=HIGH, whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+    ),
+    "one-char blocks": loopbreak.Rules(
+        single_char_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH, code_span=HIGH,
+        whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+    ),
+    "whitespace blocks": loopbreak.Rules(
+        whitespace_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH, code_span=HIGH,
+        single_char_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+    ),
+    "lines": loopbreak.Rules(
+        min_lines=3, code_min_lines=3, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH,
+        code_span=HIGH, single_char_min_span=HIGH, whitespace_min_span=HIGH,
+    ),
+}
+
+
+@dataclass
+class Region:
+    source: str
+    rule: str
+    period: int
+    copies: int
+    span: int
+    load: float
+    block: str
+
+
+def regions(source: str, text: str, probe: loopbreak.Rules) -> Iterator[Region]:
+    for removal in loopbreak.trim(text, keep=1, rules=probe).removals:
+        f = removal.finding
+        if f.rule == "identical_lines":
+            copies = removal.repeats + 1
+            load = copies / DEFAULTS.required_lines(f.block)
+        else:
+            copies = (removal.end - f.start) // f.period
+            load = (removal.end - f.start) / DEFAULTS.required_span(f.block)
+        yield Region(source, f.rule, f.period, copies, removal.end - f.start, load, f.block)
+
+
+def benign_report(top: int) -> bool:
+    texts = list(stdlib_texts())
+    print(f"benign corpus: {len(texts)} stdlib files, {sum(len(t) for _, t in texts) / 1e6:.0f} M chars")
+    safe = True
+    for name, probe in PROBES.items():
+        found = sorted((r for s, t in texts for r in regions(s, t, probe)), key=lambda r: -r.load)
+        worst = found[0].load if found else 0.0
+        safe &= worst < 1
+        margin = f"{1 / worst:.2f}x" if worst else "inf"
+        print(f"\n{name}: {len(found)} benign regions, largest load {worst:.2f} (margin {margin})")
+        for r in found[:top]:
+            print(f"  {r.load:5.2f}  {r.rule:15} p={r.period:<5} x{r.copies:<5} span={r.span:<6} {r.block[:50]!r}  {r.source}")
+    defaults_hits = [(s, f) for s, t in texts for f in loopbreak.scan(t)]
+    print(f"\nfindings with the default rules: {len(defaults_hits)}")
+    for s, f in defaults_hits:
+        print(f"  {s}: {f!r}")
+    return safe and not defaults_hits
+
+
+def loops_report() -> None:
+    print("\nreal loop excerpts (../shared/corpus/loops), default rules:")
+    for path in sorted((CORPUS / "loops").glob("*.txt")):
+        text = path.read_text(encoding="utf-8")
+        found = loopbreak.scan(text)
+        what = ", ".join(f"{f.rule} p={f.period} x{f.repeats} at {f.detected_at} {f.block[:30]!r}" for f in found)
+        print(f"  {path.name} ({len(text)} chars): {what or '-'}")
+    print("\nSmolLM2 outputs (../shared/corpus/model), default rules, by label:")
+    rows = [json.loads(line) for line in (CORPUS / "model" / "outputs.jsonl").read_text().splitlines()]
+    for label in ("loop", "near-loop", "clean"):
+        subset = [r for r in rows if r["label"] == label]
+        hits = [(r, loopbreak.scan(r["text"])) for r in subset]
+        print(f"  {label}: {sum(1 for _, fs in hits if fs)}/{len(subset)} flagged")
+        for r, fs in hits:
+            first = fs[0] if fs else None
+            found = f"{first.rule} p={first.period} at {first.detected_at} (loop starts {r['start']})" if first else "-"
+            print(f"    {r['id']:13} p={r['period']} x{r['repeats']} streak={r['identical_line_streak']}: {found}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--top", type=int, default=8, help="benign regions to show per kind")
+    parser.add_argument("--loops-only", action="store_true")
+    args = parser.parse_args()
+    if not args.loops_only:
+        safe = benign_report(args.top)
+        print("\ndefaults are", "SAFE" if safe else "NOT SAFE", "on the benign corpus")
+    loops_report()
+
+
+if __name__ == "__main__":
+    main()

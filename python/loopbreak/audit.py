@@ -1,0 +1,176 @@
+"""The audit log: every decision a run's policy makes (allow, warn, stop), in order.
+
+An ``AuditLog`` keeps each decision in memory and writes it to its sinks: a JSON lines file,
+an SQLite table, Python ``logging``. Stop decisions are never dropped:
+
+- the decision is kept in memory (``AuditLog.events``) before any sink is written;
+- every sink is written even if an earlier one fails, and the first failure is then raised,
+  so a broken sink neither hides a stop from the others nor fails silently;
+- the JSON lines sink flushes every line and fsyncs stops, the SQLite sink commits every row,
+  so a stop survives the process dying right after it;
+- the logging sink logs stops at WARNING, which the default logging configuration shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Callable, Iterable, Optional, Protocol, Union
+
+from loopbreak._storage import Database, connect, utc_now
+from loopbreak.decision import Decision, DecisionKind
+
+
+class AuditSink(Protocol):
+    """Somewhere decisions are written."""
+
+    def write(self, decision: Decision) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class JsonLinesSink:
+    """Appends one JSON object per decision to a file: ``Decision.to_dict()`` plus
+    ``recorded_at`` (UTC wall-clock time of the write)."""
+
+    def __init__(self, path: Union[str, os.PathLike[str]]) -> None:
+        self._file = open(path, "a", encoding="utf-8")
+
+    def write(self, decision: Decision) -> None:
+        line = json.dumps({**decision.to_dict(), "recorded_at": utc_now()}, ensure_ascii=False)
+        self._file.write(line + "\n")
+        self._file.flush()
+        if decision.stopped:
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class SqliteSink:
+    """Inserts one row per decision into the ``audit_events`` table, committing each row.
+
+    ``db`` is a path or an open ``sqlite3.Connection`` (e.g. the stream guard's database);
+    only the ``audit_events`` table is created, and only a connection opened here is closed.
+    Committing each row also commits whatever the caller's connection had pending. Columns are
+    the keys of ``Decision.to_dict()`` except ``check`` and ``limit``, SQL keywords, which are
+    stored as ``check_name`` and ``limit_value``.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self._connection, self._owned = connect(db)
+        self._connection.execute(
+            """CREATE TABLE IF NOT EXISTS audit_events (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                step INTEGER NOT NULL,
+                decision TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                check_name TEXT NOT NULL,
+                value NUMERIC,
+                limit_value NUMERIC,
+                action_key TEXT,
+                elapsed REAL NOT NULL,
+                recorded_at TEXT NOT NULL
+            )"""
+        )
+        self._connection.commit()
+
+    def write(self, decision: Decision) -> None:
+        event = decision.to_dict()
+        self._connection.execute(
+            """INSERT INTO audit_events (run_id, seq, step, decision, reason, check_name, value,
+                limit_value, action_key, elapsed, recorded_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                event["run_id"],
+                event["seq"],
+                event["step"],
+                event["decision"],
+                event["reason"],
+                event["check"],
+                event["value"],
+                event["limit"],
+                event["action_key"],
+                event["elapsed"],
+                utc_now(),
+            ),
+        )
+        self._connection.commit()
+
+    def close(self) -> None:
+        if self._owned:
+            self._connection.close()
+
+
+class LoggingSink:
+    """Logs each decision to ``logger`` (default ``loopbreak.audit``), with the decision's dict
+    as ``record.loopbreak`` for structured handlers.
+
+    Levels: allow DEBUG (a few per step would drown the log), warn INFO, stop WARNING (shown by
+    the default logging configuration).
+    """
+
+    _LEVELS = {
+        DecisionKind.ALLOW: logging.DEBUG,
+        DecisionKind.WARN: logging.INFO,
+        DecisionKind.STOP: logging.WARNING,
+    }
+
+    def __init__(self, logger: Optional[logging.Logger] = None) -> None:
+        self.logger = logger if logger is not None else logging.getLogger("loopbreak.audit")
+
+    def write(self, decision: Decision) -> None:
+        self.logger.log(
+            self._LEVELS[decision.kind],
+            "run %s step %d: %s (%s: %s %s / %s)%s",
+            decision.run_id,
+            decision.step,
+            decision.kind.value,
+            decision.reason.value,
+            decision.check.value,
+            decision.value,
+            decision.limit,
+            f" action {decision.action_key}" if decision.action_key is not None else "",
+            extra={"loopbreak": decision.to_dict()},
+        )
+
+    def close(self) -> None:
+        """Nothing to release: the logger belongs to the application."""
+
+
+class AuditLog:
+    """Every decision of a run, in order, kept in memory and written to ``sinks``."""
+
+    def __init__(self, sinks: Iterable[AuditSink] = ()) -> None:
+        self._sinks = tuple(sinks)
+        self._events: list[Decision] = []
+
+    @property
+    def events(self) -> tuple[Decision, ...]:
+        """The decisions recorded so far, oldest first."""
+        return tuple(self._events)
+
+    def record(self, decision: Decision) -> None:
+        """Keeps ``decision`` and writes it to every sink; raises the first sink error, after
+        all sinks were tried."""
+        if not isinstance(decision, Decision):
+            raise TypeError(f"decision must be a Decision, got {type(decision).__name__}")
+        self._events.append(decision)
+        self._each_sink(lambda sink: sink.write(decision))
+
+    def close(self) -> None:
+        """Closes every sink (files and connections opened by the sinks)."""
+        self._each_sink(lambda sink: sink.close())
+
+    def _each_sink(self, action: Callable[[AuditSink], None]) -> None:
+        errors: list[Exception] = []
+        for sink in self._sinks:
+            try:
+                action(sink)
+            except Exception as error:  # raised below, once every sink has had its turn
+                errors.append(error)
+        if errors:
+            raise errors[0]

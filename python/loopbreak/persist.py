@@ -1,0 +1,133 @@
+"""Saving what a guarded stream produced: an SQLite ``runs`` table, one row per model turn.
+
+A row holds the text to keep (``persist_text``: a loop is cut to its first copies plus a
+marker, so it is never replayed to the model or shown at full length), the status, the
+stop reason and the finding as JSON. ``connect`` is the one way loopbreak opens its database:
+other parts of the package create their own tables through it, in the same file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Mapping, Optional, Union
+
+from loopbreak.errors import DegenerationDetected
+from loopbreak.stream import AsyncGuarded, Guarded
+
+NO_TEXT_MARKER = "(No answer was written in this turn; the work may be incomplete.)"
+"""Stored instead of an empty (or whitespace-only) text, so a turn that produced nothing reads
+as unfinished rather than as an empty answer. Pass ``empty_text=`` to say something else, e.g.
+"(The step limit was reached before a final answer was written; the work may be incomplete.)"."""
+
+_RUNS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    status TEXT NOT NULL,       -- ok, degenerate, cancelled, error (see loopbreak.stream.Status)
+    error TEXT,                 -- the stop reason; NULL when status is ok
+    text TEXT NOT NULL,         -- what to keep: trimmed, or the no-text marker
+    finding TEXT,               -- JSON of Degeneration.to_dict(); NULL without a finding
+    created_at TEXT NOT NULL    -- ISO 8601, UTC
+)
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One row of the ``runs`` table."""
+
+    id: int
+    status: str
+    error: Optional[str]
+    text: str
+    finding: Optional[dict[str, Any]]
+    created_at: str
+
+
+def connect(path: Union[str, os.PathLike[str]]) -> sqlite3.Connection:
+    """Opens the SQLite database at ``path`` (created if missing, ``":memory:"`` works) and
+    creates the ``runs`` table if it does not exist yet."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, not {type(path).__name__}")
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute(_RUNS_SCHEMA)
+    return connection
+
+
+def save_run(
+    connection: sqlite3.Connection,
+    *,
+    status: str,
+    text: str,
+    error: Optional[str] = None,
+    finding: Optional[Mapping[str, Any]] = None,
+    empty_text: str = NO_TEXT_MARKER,
+) -> int:
+    """Inserts one run and returns its id. ``text`` is stored as given (pass the trimmed
+    text), or ``empty_text`` when it has no visible character."""
+    for name, value in (("status", status), ("text", text), ("empty_text", empty_text)):
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+    if not status:
+        raise ValueError("status must not be empty")
+    stored_text = text if text.strip() else empty_text
+    finding_json = None if finding is None else json.dumps(dict(finding), ensure_ascii=False)
+    created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with connection:
+        cursor = connection.execute(
+            "INSERT INTO runs (status, error, text, finding, created_at) VALUES (?, ?, ?, ?, ?)",
+            (status, error, stored_text, finding_json, created_at),
+        )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def save_result(
+    connection: sqlite3.Connection,
+    result: Union[Guarded[Any], AsyncGuarded[Any], DegenerationDetected],
+    *,
+    empty_text: str = NO_TEXT_MARKER,
+) -> int:
+    """Saves how a guarded stream ended: its ``persist_text``, status, reason and finding.
+
+    Takes the guard (after the stream ended, however it ended) or the ``DegenerationDetected``
+    it raised. Raises ``ValueError`` for a guard that is still streaming.
+    """
+    if isinstance(result, DegenerationDetected):
+        return save_run(
+            connection,
+            status="degenerate",
+            text=result.persist_text,
+            error=result.reason,
+            finding=result.degeneration.to_dict(),
+            empty_text=empty_text,
+        )
+    if not isinstance(result, (Guarded, AsyncGuarded)):
+        raise TypeError(f"expected a guard or DegenerationDetected, not {type(result).__name__}")
+    if result.status == "streaming":
+        raise ValueError("the stream has not ended yet: read it to the end or close it first")
+    degeneration = result.degeneration
+    return save_run(
+        connection,
+        status=result.status,
+        text=result.persist_text,
+        error=None if result.status == "ok" else result.reason,
+        finding=None if degeneration is None else degeneration.to_dict(),
+        empty_text=empty_text,
+    )
+
+
+def load_run(connection: sqlite3.Connection, run_id: int) -> Run:
+    """Reads one run back; raises ``LookupError`` if there is none with that id."""
+    row = connection.execute(
+        "SELECT id, status, error, text, finding, created_at FROM runs WHERE id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        raise LookupError(f"no run with id {run_id}")
+    run_id, status, error, text, finding_json, created_at = row
+    finding = None if finding_json is None else json.loads(finding_json)
+    return Run(run_id, status, error, text, finding, created_at)

@@ -1,0 +1,246 @@
+"""A slow, obviously correct pure-Python oracle of loopbreak's three rules.
+
+It is written from the rule spec (the docstrings of ``loopbreak.Rules`` and ``rust/rules.rs``),
+not from the Rust detector, so that the property tests can catch bugs in the detector. It favours
+plain loops over speed: every maximal run of every period is enumerated, every line streak is
+built in full, and only then are the candidates filtered by the claim rule.
+
+Units are Python ``str`` code points (``u[0..n)``), exactly what the core reports offsets in.
+
+Character classes follow Rust's ``char`` predicates:
+
+- whitespace is Rust's ``char::is_whitespace`` (the Unicode ``White_Space`` property), listed
+  below by hand, because Python's ``str.isspace`` also accepts U+001C..U+001F;
+- letters are Rust's ``char::is_alphabetic`` (the Unicode ``Alphabetic`` property). Python has no
+  predicate for it: ``str.isalpha`` is the ``L*`` categories, while ``Alphabetic`` adds ``Nl``
+  (which we add here from ``unicodedata``) and ``Other_Alphabetic`` (many combining vowel signs
+  such as U+0345 or Devanagari U+093E, and circled letters such as U+24B6), which we do not model.
+  Tests therefore draw letters only from sets where the two agree: ASCII letters, Latin-1 letters
+  such as ``é``, Cyrillic, CJK ideographs, and combining marks from U+0300..U+0344 (not
+  alphabetic in either). Python's ``unicodedata`` version may also lag Rust's for recently
+  assigned code points, another reason to keep test alphabets to long-assigned characters;
+- a lone surrogate (U+D800..U+DFFF) is not a Rust ``char``: the core treats it as a visible,
+  non-letter unit, and so does this oracle.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import loopbreak
+
+RuleName = Literal["periodic_run", "long_block", "identical_lines"]
+
+RULE_ORDER: dict[str, int] = {"periodic_run": 0, "long_block": 1, "identical_lines": 2}
+
+# Rust's char::is_whitespace: the Unicode White_Space property, in full.
+WHITESPACE: frozenset[str] = frozenset(
+    "\t\n\x0b\x0c\r \x85\xa0\u1680"
+    + "".join(chr(c) for c in range(0x2000, 0x200B))
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+
+BlockKind = Literal["whitespace", "single_char", "text", "code"]
+
+
+def is_surrogate(ch: str) -> bool:
+    return 0xD800 <= ord(ch) <= 0xDFFF
+
+
+def is_whitespace(ch: str) -> bool:
+    return ch in WHITESPACE
+
+
+def is_letter(ch: str) -> bool:
+    """Rust's ``char::is_alphabetic`` for the characters the tests use (see the module doc)."""
+    if is_surrogate(ch):
+        return False
+    return ch.isalpha() or unicodedata.category(ch) == "Nl"
+
+
+def block_kind(block: str) -> BlockKind:
+    visible = [ch for ch in block if not is_whitespace(ch)]
+    if not visible:
+        return "whitespace"
+    if all(ch == visible[0] for ch in visible):
+        return "single_char"
+    letters = sum(1 for ch in visible if is_letter(ch))
+    if 4 * letters >= 3 * len(visible):
+        return "text"
+    return "code"
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def required_repeats(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
+    if kind in ("whitespace", "single_char"):
+        return rules.long_min_repeats
+    if kind == "text":
+        most, span = rules.min_repeats, rules.text_span
+    else:
+        most, span = rules.code_min_repeats, rules.code_span
+    return min(max(ceil_div(span, period), rules.long_min_repeats), most)
+
+
+def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
+    if kind == "whitespace":
+        floor = rules.whitespace_min_span
+    elif kind == "single_char":
+        floor = rules.single_char_min_span
+    else:
+        floor = rules.min_span
+    return max(required_repeats(rules, period, kind) * period, floor)
+
+
+def required_lines(rules: loopbreak.Rules, kind: BlockKind) -> int:
+    return rules.min_lines if kind == "text" else rules.code_min_lines
+
+
+def is_primitive(block: str) -> bool:
+    """False if ``block`` is some shorter string repeated two or more times."""
+    p = len(block)
+    for d in range(1, p):
+        if p % d == 0 and block[:d] * (p // d) == block:
+            return False
+    return True
+
+
+def rstrip_whitespace(line: str) -> str:
+    end = len(line)
+    while end > 0 and is_whitespace(line[end - 1]):
+        end -= 1
+    return line[:end]
+
+
+@dataclass(frozen=True)
+class OracleFinding:
+    """The fields of a ``loopbreak.Finding``, as plain values."""
+
+    rule: str
+    period: int
+    block: str
+    start: int
+    repeats: int
+    detected_at: int
+
+
+class FindingLike(Protocol):
+    @property
+    def rule(self) -> str: ...
+    @property
+    def period(self) -> int: ...
+    @property
+    def block(self) -> str: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def repeats(self) -> int: ...
+    @property
+    def detected_at(self) -> int: ...
+
+
+def plain(finding: FindingLike) -> OracleFinding:
+    """A ``loopbreak.Finding`` (or an ``OracleFinding``) as an ``OracleFinding``."""
+    return OracleFinding(
+        rule=finding.rule,
+        period=finding.period,
+        block=finding.block,
+        start=finding.start,
+        repeats=finding.repeats,
+        detected_at=finding.detected_at,
+    )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    finding: OracleFinding
+    anchor: int
+    # periodic: the end of the maximal run; lines: the ends of the streak's lines from the
+    # need-th on (each the offset just after its '\n').
+    region_end: int
+    line_ends: tuple[int, ...]
+
+    def sort_key(self) -> tuple[int, int, int, int]:
+        f = self.finding
+        return (f.detected_at, f.start, RULE_ORDER[f.rule], f.period)
+
+    def claim(self, t: int) -> int:
+        """How far this region reaches once ``t`` units have been seen."""
+        if self.finding.rule == "identical_lines":
+            reached = [end for end in self.line_ends if end <= t]
+            return max(reached) if reached else 0
+        return min(self.region_end, t)
+
+
+def periodic_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
+    out: list[Candidate] = []
+    n = len(u)
+    for p in range(1, rules.max_long_period + 1):
+        j = p
+        while j < n:
+            if u[j] != u[j - p]:
+                j += 1
+                continue
+            a = j
+            while j < n and u[j] == u[j - p]:
+                j += 1
+            b = j  # [a, b) is a maximal p-run
+            s = a - p
+            block = u[s:a]
+            if not is_primitive(block):
+                continue
+            need = required_span(rules, p, block_kind(block))
+            if b - s >= need:
+                rule: RuleName = "periodic_run" if p <= rules.max_period else "long_block"
+                finding = OracleFinding(rule, p, block, s, need // p, s + need)
+                out.append(Candidate(finding, anchor=a, region_end=b, line_ends=()))
+    return out
+
+
+def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
+    # Terminated lines only: (start offset, content, end offset just after its '\n').
+    lines: list[tuple[int, str, int]] = []
+    start = 0
+    for i, ch in enumerate(u):
+        if ch == "\n":
+            lines.append((start, rstrip_whitespace(u[start:i]), i + 1))
+            start = i + 1
+    nonblank = [line for line in lines if line[1] != ""]
+    out: list[Candidate] = []
+    i = 0
+    while i < len(nonblank):
+        k = i
+        while k + 1 < len(nonblank) and nonblank[k + 1][1] == nonblank[i][1]:
+            k += 1
+        streak = nonblank[i : k + 1]
+        content = streak[0][1]
+        need = required_lines(rules, block_kind(content))
+        if len(streak) >= need:
+            first = streak[0][0]
+            ends = tuple(line[2] for line in streak[need - 1 :])
+            finding = OracleFinding("identical_lines", len(content), content, first, need, ends[0])
+            out.append(Candidate(finding, anchor=first, region_end=ends[-1], line_ends=ends))
+        i = k + 1
+    return out
+
+
+def oracle_candidates(rules: loopbreak.Rules, text: str) -> list[Candidate]:
+    """Every candidate of every rule, before the claim filter, in detection order."""
+    cands = periodic_candidates(rules, text) + lines_candidates(rules, text)
+    cands.sort(key=Candidate.sort_key)
+    return cands
+
+
+def oracle_scan(rules: loopbreak.Rules, text: str) -> list[OracleFinding]:
+    """What ``loopbreak.scan(text, rules)`` must return, as plain values."""
+    emitted: list[Candidate] = []
+    for cand in oracle_candidates(rules, text):
+        t = cand.finding.detected_at
+        claimed = max((e.claim(t) for e in emitted), default=0)
+        if cand.anchor >= claimed:
+            emitted.append(cand)
+    return [c.finding for c in emitted]
