@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: demo install test test-rust test-python typecheck bench
+.PHONY: demo install test test-rust test-python typecheck bench e2e
 
 # Quick start: install from source, then replay a real loop through the stream guard.
 demo:
@@ -29,3 +29,9 @@ bench: install
 	cargo bench --bench core
 	$(PYTHON) -m pytest -q benches --benchmark-enable --benchmark-only
 	$(PYTHON) benches/compare.py
+
+# A real small model end to end: SmolLM2-135M served by llama-cpp-python on localhost, streamed
+# through the OpenAI adapter. The first install builds llama-cpp-python (~13 min on 2 cores).
+e2e:
+	$(PIP) install -q -e '.[test,e2e]'
+	$(PYTHON) -m pytest -q -m e2e tests/e2e

@@ -13,7 +13,7 @@
 
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
-use crate::rules::{BlockKind, Rules, FINGERPRINT_UNITS};
+use crate::rules::{KindCounts, Rules, FINGERPRINT_UNITS};
 
 const K: u64 = FINGERPRINT_UNITS as u64;
 /// Odd multiplier of the rolling fingerprint (wrapping arithmetic).
@@ -52,7 +52,11 @@ pub struct Detector {
 struct Tracker {
     period: u64,
     start: u64,
+    /// The span at which to look at the run again: first the least any block of this period
+    /// needs, then (once `settled`) what this run's block needs.
     need: u64,
+    /// Whether the block was checked (primitive) and `need` is its own.
+    settled: bool,
     fired: bool,
 }
 
@@ -99,24 +103,20 @@ impl Detector {
     pub fn new(rules: Rules) -> Detector {
         debug_assert!(rules.validate().is_ok());
         let max_long = rules.max_long_period;
-        // Sampling spacing of each period: the largest power of two that leaves a sampled unit
-        // inside every run before it reaches its rule, made non-decreasing in the period.
-        let mut spacing = vec![0u64; max_long as usize + 2];
-        spacing[max_long as usize + 1] = u64::MAX;
-        for p in (1..=max_long).rev() {
-            let room = rules.least_required_span(p) - u64::from(p) - K + 1;
-            spacing[p as usize] = room.min(spacing[p as usize + 1]);
-        }
+        let least: Vec<u64> = (0..=max_long).map(|p| if p == 0 { 0 } else { rules.least_required_span(p) }).collect();
+        // Sampling spacing of each period: room for a sampled unit inside every run before it can
+        // reach its rule, made non-decreasing in the period so the periods due at a unit form one
+        // range. A period is sampled at multiples of the largest power of two within its room.
         let mut due_upto = [0u32; 65];
-        for (tier, due) in due_upto.iter_mut().enumerate() {
-            let limit = if tier >= 63 { u64::MAX } else { 2u64 << tier };
-            *due = (1..=max_long).take_while(|&p| spacing[p as usize] < limit).last().unwrap_or(0);
+        let mut room = u64::MAX;
+        for p in (1..=max_long).rev() {
+            room = room.min(least[p as usize] - u64::from(p) - K + 1);
+            let tier = room.ilog2() as usize;
+            for due in &mut due_upto[tier..] {
+                *due = (*due).max(p);
+            }
         }
-        let window_len = (1..=max_long)
-            .map(|p| rules.least_required_span(p) + 2)
-            .max()
-            .unwrap_or(0)
-            .max(u64::from(max_long) + K + 2) as usize;
+        let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2) as usize;
         let mut fp_out = 1u32;
         for _ in 0..K {
             fp_out = fp_out.wrapping_mul(FP_BASE);
@@ -218,22 +218,50 @@ impl Detector {
         let mut i = 0;
         while i < self.trackers.len() {
             let t = &self.trackers[i];
-            if self.window.back(t.period) == unit {
-                let span = x + 1 - t.start;
-                if t.fired {
-                    self.claim_end = x + 1;
-                } else if span == t.need {
-                    let finding = self.periodic_finding(t, x);
-                    self.candidates.push(Candidate { finding, tracker: Some(i) });
-                }
-                i += 1;
-            } else {
+            let keep = if self.window.back(t.period) != unit {
                 if t.fired {
                     self.claim_running = false;
                 }
+                false
+            } else if t.fired {
+                self.claim_end = x + 1;
+                true
+            } else {
+                x + 1 - t.start != t.need || self.settle(i, x)
+            };
+            if keep {
+                i += 1;
+            } else {
                 self.trackers.swap_remove(i);
             }
         }
+    }
+
+    /// Tracker `i` reached its `need` at `x`. The first time, its block is looked at: a block
+    /// that is a power of a shorter one is dropped (the shorter period reports it), any other
+    /// gets the span its kind needs. Reaching that span makes a candidate. Returns whether to
+    /// keep following the run.
+    fn settle(&mut self, i: usize, x: u64) -> bool {
+        let (period, start) = (self.trackers[i].period, self.trackers[i].start);
+        if !self.trackers[i].settled {
+            if !self.is_primitive(x, start, period) {
+                return false;
+            }
+            let mut counts = KindCounts::default();
+            for back in (x - start + 1 - period..=x - start).rev() {
+                counts.add(self.window.back(back));
+            }
+            let need = self.rules.required_span(period as u32, counts.kind());
+            let tracker = &mut self.trackers[i];
+            tracker.settled = true;
+            tracker.need = need;
+            if need > x + 1 - start {
+                return true;
+            }
+        }
+        let finding = self.periodic_finding(&self.trackers[i], x);
+        self.candidates.push(Candidate { finding, tracker: Some(i) });
+        true
     }
 
     fn on_line(&mut self, x: u64, event: LineEvent) {
@@ -327,18 +355,16 @@ impl Detector {
             return;
         }
         let start = first - p;
-        if self.trackers.iter().any(|t| p % t.period == 0 && t.start <= start) || !self.is_primitive(x, start, p) {
+        if self.trackers.iter().any(|t| p % t.period == 0 && t.start <= start) {
+            // A shorter period covers this block: it is a power of a shorter one.
             return;
         }
-        let block = self.units_back(x - start, p);
-        let need = self.rules.required_span(p as u32, BlockKind::of(&block));
-        let tracker = Tracker { period: p, start, need, fired: false };
+        let need = self.rules.least_required_span(p as u32);
+        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false });
         debug_assert!(x + 1 - start <= need, "sampling let a run pass its rule");
-        if x + 1 - start == need {
-            let finding = self.periodic_finding(&tracker, x);
-            self.candidates.push(Candidate { finding, tracker: Some(self.trackers.len()) });
+        if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
+            self.trackers.pop();
         }
-        self.trackers.push(tracker);
     }
 
     #[inline]

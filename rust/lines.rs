@@ -1,7 +1,7 @@
 //! The identical-lines rule, one unit at a time: each line is reduced to a hash of its content
 //! (trailing whitespace ignored) as it streams, so memory does not grow with line length.
 
-use crate::rules::{KindCounts, Rules};
+use crate::rules::{is_whitespace, KindCounts, Rules};
 
 const NEWLINE: u32 = '\n' as u32;
 /// Lines are hashed modulo the Mersenne prime 2^61 - 1 (with the length, a collision needs two
@@ -53,7 +53,7 @@ impl Default for LineHash {
 impl LineHash {
     fn push(&mut self, unit: u32) {
         let value = u64::from(unit) + 1;
-        if char::from_u32(unit).is_some_and(char::is_whitespace) {
+        if is_whitespace(unit) {
             self.pending_hash = add_mod(mul_mod(self.pending_hash, BASE), value);
             self.pending_pow = mul_mod(self.pending_pow, BASE);
             self.pending_len += 1;

@@ -93,6 +93,17 @@ impl fmt::Display for RulesError {
 
 impl std::error::Error for RulesError {}
 
+/// Whether a unit is whitespace (Unicode White_Space, as Rust's `char::is_whitespace`); a
+/// lone surrogate is not.
+#[inline]
+pub fn is_whitespace(unit: u32) -> bool {
+    match unit {
+        0x21..=0x7F => false,
+        0..=0x20 => matches!(unit, 0x09..=0x0D | 0x20),
+        _ => char::from_u32(unit).is_some_and(char::is_whitespace),
+    }
+}
+
 /// What a block is made of decides how much of it normal text may contain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockKind {
@@ -130,16 +141,18 @@ pub struct KindCounts {
 }
 
 impl KindCounts {
+    #[inline]
     pub fn add(&mut self, unit: u32) {
-        let ch = char::from_u32(unit);
-        if ch.is_some_and(char::is_whitespace) {
+        if is_whitespace(unit) {
             self.whitespace += 1;
             return;
         }
         self.visible += 1;
-        if ch.is_some_and(char::is_alphabetic) {
-            self.letters += 1;
-        }
+        let letter = match unit {
+            0..=0x7F => (unit | 0x20).wrapping_sub(u32::from(b'a')) < 26,
+            _ => char::from_u32(unit).is_some_and(char::is_alphabetic),
+        };
+        self.letters += u64::from(letter);
         match self.first_visible {
             None => {
                 self.first_visible = Some(unit);

@@ -3,7 +3,7 @@
 
 use crate::detector::scan_units;
 use crate::finding::{Finding, Rule};
-use crate::rules::Rules;
+use crate::rules::{is_whitespace, Rules};
 
 /// One region that trimming shortened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn lines_from(units: &[u32], from: usize) -> impl Iterator<Item = (usize, usize,
             None => (units.len(), units.len(), false),
         };
         let mut trimmed_end = content_end;
-        while trimmed_end > start && char::from_u32(units[trimmed_end - 1]).is_some_and(char::is_whitespace) {
+        while trimmed_end > start && is_whitespace(units[trimmed_end - 1]) {
             trimmed_end -= 1;
         }
         at = line_end;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator, Callable, Iterable, Iterator, Optional
+from typing import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator, Optional
 
 import pytest
 from hypothesis import given, settings
@@ -33,7 +33,7 @@ class SyncUpstream:
         self.finalized = False
         self._generator = self._generate(list(deltas), error)
 
-    def _generate(self, deltas: list[str], error: Optional[Exception]) -> Iterator[str]:
+    def _generate(self, deltas: list[str], error: Optional[Exception]) -> Generator[str, None, None]:
         try:
             for delta in deltas:
                 self.read += 1
@@ -72,7 +72,7 @@ class AsyncUpstream:
 
     async def _generate(
         self, deltas: list[str], error: Optional[Exception], block_after: Optional[int]
-    ) -> AsyncIterator[str]:
+    ) -> AsyncGenerator[str, None]:
         try:
             for delta in deltas:
                 if self.read == block_after:
@@ -188,7 +188,8 @@ def test_loop_is_stopped_in_the_delta_where_the_rule_first_holds(
 @given(sizes=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=30))
 def test_abort_point_does_not_depend_on_chunking(sizes: list[int]) -> None:
     recorded = RECORDED["d10-greedy"]
-    text, deltas, at = recorded.text, [], 0
+    text, at = recorded.text, 0
+    deltas: list[str] = []
     while at < len(text):
         size = sizes[len(deltas) % len(sizes)]
         deltas.append(text[at : at + size])
@@ -375,7 +376,7 @@ def test_async_upstream_timeout_propagates_unchanged() -> None:
 
 def test_a_whole_str_is_refused() -> None:
     with pytest.raises(TypeError, match="one str"):
-        guard("a whole text")  # type: ignore[arg-type]
+        guard("a whole text")
 
 
 def test_non_str_deltas_are_refused_and_the_upstream_closed() -> None:

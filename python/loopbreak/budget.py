@@ -4,7 +4,8 @@ what the run has used against them.
 A budget left at None is not enforced; by default only the step limit bounds a run
 (``PolicyConfig.max_steps``), because no token or money figure fits every model. A budget is
 exhausted once the amount used reaches its limit (``value >= limit``): a run with
-``max_tool_calls=10`` makes 10 calls and the 11th is refused.
+``max_tool_calls=10`` makes 10 calls and the 11th is refused; a run with
+``max_total_tokens=1000`` that has used 1000 tokens takes no further step.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Container, Mapping, Optional
 
 from loopbreak import _validate
 from loopbreak.decision import Check, Number
@@ -49,7 +50,8 @@ class Budgets:
       would not be a budget.
     - ``max_input_tokens``, ``max_output_tokens``, ``max_total_tokens``: tokens as the provider
       reports them (total = input + output).
-    - ``max_tool_calls``: tool calls the policy allowed.
+    - ``max_tool_calls``: tool calls the policy allowed. Checked before each tool call only:
+      once it is spent, a step may still run and answer without tools.
     - ``prices``: model name -> ``ModelPrice``; receipts report the cost computed from it even
       when ``max_cost`` is None.
     """
@@ -222,6 +224,10 @@ class BudgetMeter:
             if limit is not None
         )
 
-    def exhausted(self) -> Optional[BudgetCheck]:
-        """The first exhausted budget in that order, or None."""
-        return next((check for check in self.checks() if check.exhausted), None)
+    def exhausted(self, ignore: Container[Check] = ()) -> Optional[BudgetCheck]:
+        """The first exhausted budget in that order, leaving out those in ``ignore``, or
+        None."""
+        return next(
+            (check for check in self.checks() if check.exhausted and check.budget not in ignore),
+            None,
+        )

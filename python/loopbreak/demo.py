@@ -43,7 +43,7 @@ class Recording:
 
 
 def load_recording() -> Recording:
-    raw = resources.files("loopbreak").joinpath("data", "demo_output.json").read_text("utf-8")
+    raw = resources.files("loopbreak").joinpath("data").joinpath("demo_output.json").read_text("utf-8")
     data = json.loads(raw)
     return Recording(data["model"], data["prompt"], data["text"], data["completion_tokens"])
 
@@ -106,7 +106,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser = commands.add_parser(
         "demo",
         help="replay a real model loop through the stream guard",
-        description=__doc__.splitlines()[0] if __doc__ else None,
+        description=(
+            "Replays a real model output that loops (SmolLM2-135M, greedy decoding) as a live "
+            "stream, lets the stream guard stop it, and saves the trimmed text and the stop "
+            "reason to an SQLite runs table."
+        ),
     )
     parser.add_argument("--fast", action="store_true", help="stream without waiting between tokens")
     parser.add_argument(

@@ -15,6 +15,7 @@ stop the run is over: further checks raise ``RuntimeError``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import uuid
@@ -184,7 +185,7 @@ class RunPolicy:
         self._recent_actions: deque[str] = deque(
             maxlen=config.max_cycle_length * config.max_repeat_action
         )
-        self._progress_seen: set[str] = set()
+        self._progress_seen: set[bytes] = set()
         self._steps_without_progress = 0
 
     @property
@@ -206,7 +207,7 @@ class RunPolicy:
 
     def before_step(self, system_prompt: str) -> StepPlan:
         """Decides whether the next step may run and how: stop at the step limit or an
-        exhausted budget; otherwise allow, warn (``steps_running_out``) or, on the final step,
+        exhausted budget (other than tool calls); otherwise allow, warn (``steps_running_out``) or, on the final step,
         warn with the nudge (``final_step``) or the lockdown (``final_step_lockdown``)."""
         if not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
@@ -218,7 +219,8 @@ class RunPolicy:
                 step, DecisionKind.STOP, Reason.STEP_LIMIT, Check.STEPS, step, max_steps
             )
             return StepPlan(stop, system_prompt, "", tools_enabled=False)
-        exhausted = self._meter.exhausted()
+        # A spent tool-call budget does not stop a step: the step can still answer in text.
+        exhausted = self._meter.exhausted(ignore=(Check.TOOL_CALLS,))
         if exhausted is not None:
             stop = self._budget_stop(step, exhausted, key=None)
             return StepPlan(stop, system_prompt, "", tools_enabled=False)
@@ -267,7 +269,9 @@ class RunPolicy:
         for signal in progress:
             if not isinstance(signal, str):
                 raise TypeError(f"progress signals must be str, got {type(signal).__name__}")
-            signals.add(signal)
+            # A digest, not the signal: callers may pass whole tool results.
+            digest = hashlib.blake2b(signal.encode("utf-8", "surrogatepass"), digest_size=16)
+            signals.add(digest.digest())
         step = self._current_step()
         self._step_ended = True
         new_signals = signals - self._progress_seen

@@ -208,6 +208,7 @@ class _GuardBase(Generic[T]):
 
     @property
     def status(self) -> Status:
+        """``streaming``, ``ok``, ``degenerate``, ``cancelled`` or ``error`` (see ``Status``)."""
         return self._status
 
     @property

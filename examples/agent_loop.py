@@ -1,0 +1,293 @@
+"""An agent loop governed by loopbreak, driven by a scripted fake model so it runs offline.
+
+Every model reply is streamed through the stream guard; the run policy decides before each
+step and each tool call; every decision goes to the audit log (SQLite, JSON lines, logging);
+every run ends with a stop receipt. Runs, audit events and receipts share one SQLite file.
+
+Seven scripted runs show the ways a run ends:
+
+1. ``healthy``: reads its notes, writes ``answer.txt``, answers; the verifier finds the file
+   with the right SHA-256: VERIFIED_COMPLETE.
+2. ``claims-done``: calls the done tool without writing the file: FALSE_COMPLETE.
+3. ``repeats``: lists the same directory again and again: loop_detected, STUCK.
+4. ``degenerates``: its answer turns into ``loadTools.loadTools....``; the guard stops the
+   stream and only the trimmed text is saved: STUCK.
+5. ``tool-fails``: reads a file that does not exist: FAILED.
+6. ``times-out``: the model call times out: FAILED.
+7. ``explores``: keeps reading new files until the steps run out, past the warnings and the
+   final-step nudge: BOUNDED_STOP. Set ``LOOPBREAK_FINAL_STEP_LOCKDOWN=1`` to see the final
+   step lock tools instead.
+
+Run: ``python examples/agent_loop.py [--db PATH]`` (default: a temporary directory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import re
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+from loopbreak import persist
+from loopbreak.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
+from loopbreak.budget import Budgets, ModelPrice
+from loopbreak.errors import DegenerationDetected
+from loopbreak.policy import PolicyConfig, RunPolicy
+from loopbreak.receipt import Receipt, RunEvidence, save_receipt
+from loopbreak.stream import guard
+
+MODEL = "scripted-model"
+SYSTEM_PROMPT = "You are a file agent. Use the tools to do the task, then answer the user."
+ANSWER = "The deploy script needs DEPLOY_ENV=staging.\n"
+DONE_TOOL = "task_complete"
+
+CONFIG = PolicyConfig(
+    max_steps=8,  # small, so the step-limit run stays short; the default is 50
+    budgets=Budgets(
+        max_total_tokens=200_000,
+        max_cost=0.50,
+        prices={MODEL: ModelPrice(input_per_million=0.15, output_per_million=0.60)},
+    ),
+)
+
+
+# The fake model: a script of turns, streamed as token-sized text deltas.
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: str  # JSON text, as chat APIs deliver it
+
+
+@dataclass(frozen=True)
+class Turn:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    times_out: bool = False
+
+
+def call(name: str, **arguments: str) -> ToolCall:
+    return ToolCall(name, json.dumps(arguments))
+
+
+class Reply:
+    """One streamed model reply; counts what was actually streamed, for the token usage."""
+
+    _TOKEN = re.compile(r" ?\w+| ?[^\s\w]+|\s+")
+
+    def __init__(self, turn: Turn, prompt: str) -> None:
+        self.tool_calls = turn.tool_calls
+        self._text = turn.text
+        self.scripted_chars = len(turn.text)
+        self.streamed_chars = 0
+        self.input_tokens = len(prompt) // 4  # about four characters a token
+
+    def deltas(self) -> Iterator[str]:
+        for delta in self._TOKEN.findall(self._text):
+            self.streamed_chars += len(delta)
+            yield delta
+
+    @property
+    def output_tokens(self) -> int:
+        return self.streamed_chars // 4
+
+
+class ScriptedModel:
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self._turns = iter(turns)
+
+    def reply(self, system_prompt: str, tools_enabled: bool) -> Reply:
+        turn = next(self._turns)
+        if turn.times_out:
+            raise TimeoutError("the model did not answer within 60 s")
+        if not tools_enabled:  # tool_choice="none": the model cannot call tools
+            turn = Turn(turn.text or "Here is what I found so far.")
+        return Reply(turn, system_prompt)
+
+
+# The tools: a real directory, so the verifier can check the result on disk.
+
+
+def run_tool(workspace: Path, tool: ToolCall) -> str:
+    arguments: dict[str, str] = json.loads(tool.arguments)
+    if tool.name == "list_dir":
+        return ", ".join(sorted(path.name for path in workspace.iterdir()))
+    if tool.name == "read_file":
+        return (workspace / arguments["path"]).read_text(encoding="utf-8")
+    if tool.name == "write_file":
+        (workspace / arguments["path"]).write_text(arguments["content"], encoding="utf-8")
+        return f"wrote {arguments['path']}"
+    raise ValueError(f"unknown tool {tool.name}")
+
+
+def answer_file_is_right(workspace: Path) -> Callable[[], bool]:
+    """The verifier: the expected external result, checked where it lives."""
+    expected = hashlib.sha256(ANSWER.encode()).hexdigest()
+
+    def verify() -> bool:
+        path = workspace / "answer.txt"
+        return path.exists() and hashlib.sha256(path.read_bytes()).hexdigest() == expected
+
+    return verify
+
+
+# The loop.
+
+
+def run_agent(
+    run_id: str,
+    model: ScriptedModel,
+    workspace: Path,
+    connection: sqlite3.Connection,
+    audit: AuditLog,
+) -> Receipt:
+    policy = RunPolicy(CONFIG, run_id=run_id, audit=audit)
+    evidence = RunEvidence(policy=policy)
+    try:
+        agent_loop(policy, evidence, model, workspace, connection)
+    except TimeoutError as error:  # the model call timed out
+        evidence.record_timeout(error)
+        print(f"  timeout: {error}")
+    receipt = evidence.receipt(answer_file_is_right(workspace))
+    save_receipt(connection, receipt)
+    return receipt
+
+
+def agent_loop(
+    policy: RunPolicy,
+    evidence: RunEvidence,
+    model: ScriptedModel,
+    workspace: Path,
+    connection: sqlite3.Connection,
+) -> None:
+    """Runs steps until something ends the run, recording how it ended as evidence."""
+    while True:
+        plan = policy.before_step(SYSTEM_PROMPT)
+        show(plan.step, plan.decision.kind.value, plan.decision.reason.value, plan.addendum)
+        if plan.decision.stopped:
+            return
+        reply = model.reply(plan.system_prompt, plan.tools_enabled)
+        guarded = guard(reply.deltas())
+        try:
+            text = "".join(guarded)
+        except DegenerationDetected as error:
+            persist.save_result(connection, error)  # the trimmed text, never the loop
+            evidence.record_degeneration(error)
+            streamed = f"{reply.streamed_chars:,} of {reply.scripted_chars:,} chars streamed"
+            show(plan.step, f"guard stopped the stream ({streamed}):", error.reason)
+            return
+        finally:
+            policy.record_usage(MODEL, reply.input_tokens, reply.output_tokens)
+        persist.save_result(connection, guarded)
+        if not reply.tool_calls:
+            evidence.record_natural_finish()
+            show(plan.step, "answer:", text)
+            return
+        results = []
+        for tool in reply.tool_calls:
+            decision = policy.check_tool_call(tool.name, tool.arguments)
+            show(plan.step, decision.kind.value, decision.reason.value, decision.action_key or "")
+            if decision.stopped:
+                return
+            if tool.name == DONE_TOOL:
+                evidence.record_done_tool(tool.name)
+                return
+            try:
+                results.append(run_tool(workspace, tool))
+            except OSError as error:
+                evidence.record_tool_failure(tool.name, error)
+                show(plan.step, "tool failed:", str(error))
+                return
+        if policy.after_step(results).stopped:  # each new tool result counts as progress
+            return
+
+
+def show(step: int, *parts: str) -> None:
+    line = " ".join(part.replace("\n", " ").strip() for part in parts if part)
+    print(f"  step {step}: {line[:100]}{'...' if len(line) > 100 else ''}")
+
+
+# The scripts.
+
+READ_NOTES = call("read_file", path="notes.txt")
+LIST = call("list_dir", path=".")
+
+SCRIPTS = {
+    "healthy": [
+        Turn("Let me read the notes.", (READ_NOTES,)),
+        Turn("Writing the answer.", (call("write_file", path="answer.txt", content=ANSWER),)),
+        Turn(f"Done: {ANSWER}"),
+    ],
+    "claims-done": [
+        Turn("Let me read the notes.", (READ_NOTES,)),
+        Turn("I have written answer.txt, all done!", (call(DONE_TOOL),)),
+    ],
+    "repeats": [Turn("Let me look around.", (LIST,))] * 6,
+    "degenerates": [
+        Turn("Let me read the notes.", (READ_NOTES,)),
+        Turn("To finish I will call " + "loadTools." * 20_416),
+    ],
+    "tool-fails": [Turn("Let me read the config.", (call("read_file", path="config.toml"),))],
+    "times-out": [Turn("Let me read the notes.", (READ_NOTES,)), Turn("", times_out=True)],
+    "explores": [
+        Turn(f"Reading file {index}.", (call("read_file", path=f"file_{index}.txt"),))
+        for index in range(CONFIG.max_steps)
+    ],
+}
+
+
+def prepare_workspace(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "notes.txt").write_text("Deploys fail unless DEPLOY_ENV=staging.\n", encoding="utf-8")
+    for index in range(CONFIG.max_steps):
+        (root / f"file_{index}.txt").write_text(f"fact number {index}\n", encoding="utf-8")
+    return root
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    directory = Path(tempfile.mkdtemp(prefix="loopbreak-agent-"))
+    db_path: Path = args.db or directory / "loopbreak.db"
+    logging.basicConfig(level=logging.WARNING, format="  log: %(levelname)s %(message)s")
+
+    connection = persist.connect(db_path)  # the stream guard's runs table ...
+    audit = AuditLog(  # ... and the audit log, in the same database
+        [SqliteSink(connection), JsonLinesSink(directory / "audit.jsonl"), LoggingSink()]
+    )
+    receipts = []
+    for run_id, script in SCRIPTS.items():
+        print(f"run {run_id}")
+        workspace = prepare_workspace(directory / run_id)
+        receipt = run_agent(run_id, ScriptedModel(script), workspace, connection, audit)
+        print(f"  receipt: {receipt.state.value} ({receipt.reason}), verified={receipt.verified}")
+        receipts.append(receipt)
+    audit.close()
+
+    print(f"\nstored in {db_path}:")
+    for table in ("runs", "audit_events", "receipts"):
+        (count,) = connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+        print(f"  {table}: {count} rows")
+    longest = connection.execute("SELECT MAX(LENGTH(text)) FROM runs").fetchone()[0]
+    print(f"  longest saved model text: {longest} chars (the loop was trimmed)")
+    print(f"audit log also in {directory / 'audit.jsonl'}")
+    last = receipts[-1]
+    print(f"\nreceipt of run {last.run_id!r}: {last.state.value}, the first condition that held:")
+    for condition in last.conditions:
+        print(f"  {condition.state.value:<18} {'held' if condition.held else '-':<5}"
+              f"{json.dumps(dict(condition.inputs))}")
+    print(f"  usage: {json.dumps(last.usage.to_dict() if last.usage else None)}")
+    connection.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
