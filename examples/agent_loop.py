@@ -18,7 +18,8 @@ Seven scripted runs show the ways a run ends:
    final-step nudge: BOUNDED_STOP. Set ``LOOPBREAK_FINAL_STEP_LOCKDOWN=1`` to see the final
    step lock tools instead.
 
-Run: ``python examples/agent_loop.py [--db PATH]`` (default: a temporary directory).
+Run: ``python examples/agent_loop.py [--dir DIR]``: the database (``loopbreak.db``), the
+JSON lines audit log and the runs' workspaces go to DIR (default: a new temporary directory).
 """
 
 from __future__ import annotations
@@ -253,10 +254,11 @@ def prepare_workspace(root: Path) -> Path:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--db", type=Path, help="SQLite file (default: a temporary directory)")
+    parser.add_argument("--dir", type=Path, help="where to write (default: a temporary one)")
     args = parser.parse_args(argv)
-    directory = Path(tempfile.mkdtemp(prefix="loopbreak-agent-"))
-    db_path: Path = args.db or directory / "loopbreak.db"
+    directory: Path = args.dir or Path(tempfile.mkdtemp(prefix="loopbreak-agent-"))
+    directory.mkdir(parents=True, exist_ok=True)
+    db_path = directory / "loopbreak.db"
     logging.basicConfig(level=logging.WARNING, format="  log: %(levelname)s %(message)s")
 
     connection = persist.connect(db_path)  # the stream guard's runs table ...
@@ -280,7 +282,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"  longest saved model text: {longest} chars (the loop was trimmed)")
     print(f"audit log also in {directory / 'audit.jsonl'}")
     last = receipts[-1]
-    print(f"\nreceipt of run {last.run_id!r}: {last.state.value}, the first condition that held:")
+    print(f"\nreceipt of run {last.run_id!r}: {last.state.value}, the first of its conditions "
+          "(in priority order) that held:")
     for condition in last.conditions:
         print(f"  {condition.state.value:<18} {'held' if condition.held else '-':<5}"
               f"{json.dumps(dict(condition.inputs))}")

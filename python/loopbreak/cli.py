@@ -7,13 +7,14 @@ import argparse
 import sys
 from typing import Callable
 
-from loopbreak import demo
+from loopbreak import demo, scan_cli
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="loopbreak", description="Stop language-model repetition loops.")
     commands = parser.add_subparsers(title="commands", required=True)
     demo.register(commands)
+    scan_cli.register(commands)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)

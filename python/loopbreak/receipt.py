@@ -279,12 +279,12 @@ class RunEvidence:
         if self.policy is not None and self.policy.stop is not None:
             evidence.append(_policy_stop(self.policy.stop))
         verified, verification_error = _verify(verifier)
-        conditions = _conditions(evidence, verified)
+        conditions, reason = _classify(evidence, verified)
         decided = next(condition for condition in conditions if condition.held)
         return Receipt(
             run_id=self.run_id,
             state=decided.state,
-            reason=_reason(decided.state, evidence),
+            reason=reason,
             verified=verified,
             verification_error=verification_error,
             evidence=tuple(evidence),
@@ -357,58 +357,49 @@ def _verify(verifier: Optional[Verifier]) -> tuple[Optional[bool], Optional[str]
     return result, None
 
 
-def _counts(evidence: list[Evidence], kinds: tuple[EvidenceKind, ...]) -> dict[str, int]:
-    return {kind.value: sum(item.kind is kind for item in evidence) for kind in kinds}
+def _classify(
+    evidence: list[Evidence], verified: Optional[bool]
+) -> tuple[tuple[Condition, ...], str]:
+    """Every state's condition in priority order, and the reason for the first that held: the
+    name of the first evidence behind it. The last condition, UNCERTAIN, always holds."""
 
+    def having(*kinds: EvidenceKind) -> list[Evidence]:
+        return [item for item in evidence if item.kind in kinds]
 
-def _conditions(evidence: list[Evidence], verified: Optional[bool]) -> tuple[Condition, ...]:
-    """Every state's condition, in priority order; the last (UNCERTAIN) always holds."""
-    approvals = [item for item in evidence if item.kind is EvidenceKind.APPROVAL_REQUESTED]
-    routed = sum(not item.details["missing"] for item in approvals)
-    failures = _counts(evidence, _FAILURES)
-    looping = _counts(evidence, _LOOPING)
-    limits = _counts(evidence, (EvidenceKind.LIMIT,))
-    claims = _counts(evidence, _CLAIMS)
-    claimed = any(claims.values())
-    checked_claims = {**claims, "verified": verified}
-    return (
-        Condition(ReceiptState.FAILED, any(failures.values()), failures),
-        Condition(
+    def counts(*kinds: EvidenceKind) -> dict[str, int]:
+        return {kind.value: len(having(kind)) for kind in kinds}
+
+    approvals = having(EvidenceKind.APPROVAL_REQUESTED)
+    routed = [item for item in approvals if not item.details["missing"]]
+    unrouted = [item for item in approvals if item.details["missing"]]
+    claims = having(*_CLAIMS)
+    claim_inputs = {**counts(*_CLAIMS), "verified": verified}
+    # Each state with the evidence that makes it hold (none: it does not) and its inputs.
+    candidates = (
+        (ReceiptState.FAILED, having(*_FAILURES), counts(*_FAILURES)),
+        (
             ReceiptState.WAITING,
-            routed > 0,
-            {"approval_requested": len(approvals), "routed": routed},
+            routed,
+            {"approval_requested": len(approvals), "routed": len(routed)},
         ),
-        Condition(
+        (
             ReceiptState.WAITING_UNROUTED,
-            len(approvals) > routed,
-            {"approval_requested": len(approvals), "unrouted": len(approvals) - routed},
+            unrouted,
+            {"approval_requested": len(approvals), "unrouted": len(unrouted)},
         ),
-        Condition(ReceiptState.STUCK, any(looping.values()), looping),
-        Condition(ReceiptState.BOUNDED_STOP, any(limits.values()), limits),
-        Condition(ReceiptState.VERIFIED_COMPLETE, claimed and verified is True, checked_claims),
-        Condition(ReceiptState.FALSE_COMPLETE, claimed and verified is False, checked_claims),
-        Condition(ReceiptState.UNCERTAIN, True, checked_claims),
+        (ReceiptState.STUCK, having(*_LOOPING), counts(*_LOOPING)),
+        (ReceiptState.BOUNDED_STOP, having(EvidenceKind.LIMIT), counts(EvidenceKind.LIMIT)),
+        (ReceiptState.VERIFIED_COMPLETE, claims if verified is True else [], claim_inputs),
+        (ReceiptState.FALSE_COMPLETE, claims if verified is False else [], claim_inputs),
     )
-
-
-_STATE_EVIDENCE: Mapping[ReceiptState, tuple[EvidenceKind, ...]] = {
-    ReceiptState.FAILED: _FAILURES,
-    ReceiptState.WAITING: (EvidenceKind.APPROVAL_REQUESTED,),
-    ReceiptState.WAITING_UNROUTED: (EvidenceKind.APPROVAL_REQUESTED,),
-    ReceiptState.STUCK: _LOOPING,
-    ReceiptState.BOUNDED_STOP: (EvidenceKind.LIMIT,),
-    ReceiptState.VERIFIED_COMPLETE: _CLAIMS,
-    ReceiptState.FALSE_COMPLETE: _CLAIMS,
-}
-
-
-def _reason(state: ReceiptState, evidence: list[Evidence]) -> str:
-    """The name of the first evidence behind ``state``."""
-    if state is ReceiptState.UNCERTAIN:
-        claimed = any(item.kind in _CLAIMS for item in evidence)
-        return "unverified_completion" if claimed else "no_outcome_recorded"
-    kinds = _STATE_EVIDENCE[state]
-    return next(item.name for item in evidence if item.kind in kinds)
+    conditions = tuple(Condition(state, bool(items), inputs) for state, items, inputs in candidates)
+    uncertain = Condition(ReceiptState.UNCERTAIN, True, claim_inputs)
+    deciding = next((items for _, items, _ in candidates if items), None)
+    if deciding is not None:
+        reason = deciding[0].name
+    else:
+        reason = "unverified_completion" if claims else "no_outcome_recorded"
+    return (*conditions, uncertain), reason
 
 
 def _described(detail: ErrorDetail) -> str:

@@ -1,0 +1,219 @@
+"""loopbreak and the pure-Python baseline (benches/baseline.py) side by side, in one process, on
+the same corpus: the running Python's standard library as clean text, the real loop excerpts plus
+a synthetic copy of the incident as degenerate text. Prints one table.
+
+    python benches/compare.py            # the full run (about a minute on 2 cores)
+    python benches/compare.py --quick    # a smoke run of a few seconds
+
+Times are medians over repeats, the two implementations taking turns so that noise on a shared
+machine hits both alike; read the ratios rather than the absolute numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol, Sequence
+
+import baseline
+import corpus
+import loopbreak
+
+CHUNK_CHARS = 2048
+DELTA_LEN = 4
+# Long enough for loopbreak's window (16K units at the defaults) to fill: a stream's steady size.
+STREAM_CHARS = 24_000
+
+
+class Found(Protocol):
+    @property
+    def detected_at(self) -> int: ...
+
+
+class Feeder(Protocol):
+    @property
+    def units_seen(self) -> int: ...
+
+    def feed(self, delta: str) -> Optional[Found]: ...
+
+
+@dataclass(frozen=True)
+class Impl:
+    name: str
+    new: Callable[[], Feeder]
+    scan: Callable[[str], Sequence[object]]
+
+
+IMPLS = (
+    Impl("loopbreak", loopbreak.Detector, loopbreak.scan),
+    Impl("baseline", baseline.BaselineDetector, baseline.scan),
+)
+
+
+@dataclass(frozen=True)
+class Setup:
+    clean_bytes: int
+    delta_chars: int
+    repeats: int
+    streams: int
+
+
+FULL = Setup(clean_bytes=corpus.CLEAN_BUDGET, delta_chars=512_000, repeats=5, streams=500)
+QUICK = Setup(clean_bytes=64_000, delta_chars=16_000, repeats=3, streams=20)
+
+
+def pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def feed_seconds(impl: Impl, deltas: list[str]) -> float:
+    detector = impl.new()  # made outside the timing: the feed is what is measured
+    start = time.perf_counter()
+    for delta in deltas:
+        detector.feed(delta)
+    return time.perf_counter() - start
+
+
+def scan_seconds(impl: Impl, text: str) -> float:
+    start = time.perf_counter()
+    impl.scan(text)
+    return time.perf_counter() - start
+
+
+def medians(repeats: int, measure: Callable[[Impl], float]) -> list[float]:
+    """The median of `repeats` measurements of each implementation, taking turns."""
+    runs: list[list[float]] = [[] for _ in IMPLS]
+    for _ in range(repeats):
+        for impl, times in zip(IMPLS, runs):
+            times.append(measure(impl))
+    return [statistics.median(times) for times in runs]
+
+
+def python_peak(impl: Impl, chunks: list[str]) -> float:
+    """Peak bytes allocated by Python objects while one stream is fed (Rust's heap is not seen)."""
+    gc.collect()
+    tracemalloc.start()
+    feed_seconds(impl, chunks)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_per_stream(name: str, streams: int) -> float:
+    """RSS bytes that one more fed stream costs: measured in a fresh interpreter, where neither
+    implementation can reuse memory the other (or the timing runs) freed."""
+    command = [sys.executable, __file__, "--rss-per-stream", name, str(streams)]
+    return float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def measure_rss_per_stream(name: str, streams: int) -> float:
+    impl = next(impl for impl in IMPLS if impl.name == name)
+    chunks = pieces(corpus.clean_text(STREAM_CHARS)[:STREAM_CHARS], CHUNK_CHARS)
+    gc.collect()
+    before = rss_bytes()
+    fed = [impl.new() for _ in range(streams)]
+    for detector in fed:
+        for chunk in chunks:
+            detector.feed(chunk)
+    gc.collect()
+    return (rss_bytes() - before) / len(fed)
+
+
+def loop_chars_before_stop(impl: Impl) -> Optional[int]:
+    """Fed the incident in 4-char deltas: chars of the loop seen when the first finding came."""
+    detector = impl.new()
+    for delta in pieces(corpus.incident_text(), DELTA_LEN):
+        found = detector.feed(delta)
+        if found is not None:
+            return found.detected_at - len(corpus.INCIDENT_PROSE)
+    return None
+
+
+def flagged(impl: Impl, files: list[tuple[str, str]]) -> list[str]:
+    return [name for name, text in files if impl.scan(text)]
+
+
+def mb_per_s(text: str, seconds: float) -> float:
+    return len(text.encode("utf-8")) / seconds / 1e6
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a smoke run on a small corpus")
+    parser.add_argument("--rss-per-stream", nargs=2, metavar=("IMPL", "STREAMS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.rss_per_stream:
+        print(measure_rss_per_stream(args.rss_per_stream[0], int(args.rss_per_stream[1])))
+        return
+    setup = QUICK if args.quick else FULL
+
+    clean_files = corpus.stdlib_files(setup.clean_bytes)
+    clean = "\n".join(text for _, text in clean_files)
+    loop_files = corpus.loop_files()
+    degenerate = "\n".join([corpus.loops_text(), corpus.incident_text()])
+    chunks = pieces(clean, CHUNK_CHARS)
+    degenerate_chunks = pieces(degenerate, CHUNK_CHARS)
+    deltas = pieces(clean[: setup.delta_chars], DELTA_LEN)
+
+    rows: list[tuple[str, list[float], str]] = []
+
+    def timed(label: str, measure: Callable[[Impl], float], text: str) -> None:
+        rows.append((label + " (MB/s)", [mb_per_s(text, s) for s in medians(setup.repeats, measure)], ".1f"))
+
+    timed("feed 2 KB chunks, clean", lambda impl: feed_seconds(impl, chunks), clean)
+    timed("feed 2 KB chunks, degenerate", lambda impl: feed_seconds(impl, degenerate_chunks), degenerate)
+    per_call = medians(setup.repeats, lambda impl: feed_seconds(impl, deltas) / len(deltas))
+    rows.append(("feed 4-char deltas, clean (us/call)", [s * 1e6 for s in per_call], ".2f"))
+    timed("scan, clean", lambda impl: scan_seconds(impl, clean), clean)
+    timed("scan, degenerate", lambda impl: scan_seconds(impl, degenerate), degenerate)
+    rows.append(("Python heap peak, one stream (KiB)", [python_peak(i, chunks) / 1024 for i in IMPLS], ".1f"))
+    if sys.platform == "linux":
+        rss = [rss_per_stream(impl.name, setup.streams) / 1024 for impl in IMPLS]
+        rows.append((f"RSS per fed stream, {setup.streams} streams (KiB)", rss, ".1f"))
+
+    flags = [flagged(impl, clean_files) for impl in IMPLS]
+    found = [len(flagged(impl, loop_files)) for impl in IMPLS]
+    stops = [loop_chars_before_stop(impl) for impl in IMPLS]
+
+    print(
+        f"loopbreak {loopbreak.__version__} vs baseline (pure Python, every {baseline.CHECK_EVERY} chars "
+        f"the last {baseline.WINDOW}); Python {platform.python_version()}, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"clean: {len(clean_files)} stdlib files, {len(clean.encode()) / 1e6:.2f} MB; degenerate: "
+        f"{len(loop_files)} loop excerpts + incident, {len(degenerate.encode()) / 1e6:.2f} MB; "
+        f"median of {setup.repeats} runs{' (--quick)' if args.quick else ''}"
+    )
+    print()
+    print(f"{'':50}{'loopbreak':>12}{'baseline':>12}{'loopbreak/baseline':>20}")
+    for label, (ours, theirs), fmt in rows:
+        ratio = f"{ours / theirs:.2f}" if theirs else "n/a"
+        print(f"{label:50}{ours:>12{fmt}}{theirs:>12{fmt}}{ratio:>20}")
+    counts = [
+        (f"clean files flagged (of {len(clean_files)})", [str(len(f)) for f in flags]),
+        (f"loop excerpts found (of {len(loop_files)})", [str(n) for n in found]),
+        ("incident: loop chars before stop, 4-char deltas", ["never" if s is None else str(s) for s in stops]),
+    ]
+    for label, values in counts:
+        print(f"{label:50}" + "".join(f"{v:>12}" for v in values))
+    print()
+    print("MB = 10^6 bytes of UTF-8. The Python heap peak does not see loopbreak's Rust state; RSS does.")
+    if flags[0]:
+        print("loopbreak flagged clean files: " + ", ".join(flags[0]))
+
+
+if __name__ == "__main__":
+    main()
