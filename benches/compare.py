@@ -113,8 +113,8 @@ def rss_bytes() -> int:
 
 
 def rss_per_stream(name: str, streams: int) -> float:
-    """RSS bytes that one more fed stream costs: measured in a fresh interpreter, where neither
-    implementation can reuse memory the other (or the timing runs) freed."""
+    """RSS bytes that one more fed stream costs, measured in a fresh interpreter so that neither
+    implementation reuses memory that the other, or the timing runs, freed."""
     command = [sys.executable, __file__, "--rss-per-stream", name, str(streams)]
     return float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
 
@@ -122,14 +122,19 @@ def rss_per_stream(name: str, streams: int) -> float:
 def measure_rss_per_stream(name: str, streams: int) -> float:
     impl = next(impl for impl in IMPLS if impl.name == name)
     chunks = pieces(corpus.clean_text(STREAM_CHARS)[:STREAM_CHARS], CHUNK_CHARS)
-    gc.collect()
-    before = rss_bytes()
-    fed = [impl.new() for _ in range(streams)]
-    for detector in fed:
-        for chunk in chunks:
-            detector.feed(chunk)
-    gc.collect()
-    return (rss_bytes() - before) / len(fed)
+    fed: list[Feeder] = []
+
+    def add_streams() -> int:
+        for _ in range(streams):
+            fed.append(impl.new())
+            for chunk in chunks:
+                fed[-1].feed(chunk)
+        gc.collect()
+        return rss_bytes()
+
+    # The first batch also fills what loading the corpus freed; the second one is the cost.
+    first = add_streams()
+    return (add_streams() - first) / streams
 
 
 def loop_chars_before_stop(impl: Impl) -> Optional[int]:
