@@ -67,7 +67,7 @@ class Setup:
 
 
 FULL = Setup(clean_bytes=corpus.CLEAN_BUDGET, delta_chars=512_000, repeats=5, streams=500)
-QUICK = Setup(clean_bytes=64_000, delta_chars=16_000, repeats=3, streams=20)
+QUICK = Setup(clean_bytes=64_000, delta_chars=16_000, repeats=3, streams=100)
 
 
 def pieces(text: str, size: int) -> list[str]:

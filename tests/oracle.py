@@ -61,13 +61,16 @@ def is_letter(ch: str) -> bool:
 
 
 def block_kind(block: str) -> BlockKind:
+    """``BlockKind::of`` in rust/rules.rs: a block of words is mostly letters (3 of 4 visible
+    units) and not mostly indentation (at most one whitespace unit per two visible ones)."""
     visible = [ch for ch in block if not is_whitespace(ch)]
+    whitespace = len(block) - len(visible)
     if not visible:
         return "whitespace"
     if all(ch == visible[0] for ch in visible):
         return "single_char"
     letters = sum(1 for ch in visible if is_letter(ch))
-    if 4 * letters >= 3 * len(visible):
+    if 4 * letters >= 3 * len(visible) and 2 * whitespace <= len(visible):
         return "text"
     return "code"
 
