@@ -6,7 +6,7 @@ Every ~2 KB of growth (``CHECK_EVERY`` chars), look at the last 3,000 chars (``W
 - ``periodic_run``: >= 20 back-to-back copies of a block of 1..150 chars, anywhere in the window.
 
 The rules are read literally (a run of 20 spaces is 20 copies of a 1-char block). This is meant as
-an honest baseline, written for speed with str methods: no per-char Python loop over the window.
+an honest baseline, written for speed: str methods do the per-char work, Python only probes.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _run_through(w: str, i: int, p: int) -> bool:
     (that is, MIN_REPEATS copies of a block of ``p`` chars, back to back, around ``i``)."""
     need = (MIN_REPEATS - 1) * p
     n = len(w)
-    # Such a stretch holds either k in [i + 9p, i + 10p) or k in [i - 9p, i - 8p): one slice
+    # Such a stretch contains all of [i + 9p, i + 10p) or all of [i - 9p, i - 8p): one slice
     # compare rules out almost every candidate before the exact search.
     ahead = i + 11 * p <= n and w[i + 9 * p : i + 10 * p] == w[i + 10 * p : i + 11 * p]
     behind = i >= 9 * p and w[i - 9 * p : i - 8 * p] == w[i - 8 * p : i - 7 * p]

@@ -2,7 +2,7 @@
 the same corpus: the running Python's standard library as clean text, the real loop excerpts plus
 a synthetic copy of the incident as degenerate text. Prints one table.
 
-    python benches/compare.py            # the full run (about a minute on 2 cores)
+    python benches/compare.py            # the full run (well under a minute on 2 cores)
     python benches/compare.py --quick    # a smoke run of a few seconds
 
 Times are medians over repeats, the two implementations taking turns so that noise on a shared
@@ -39,9 +39,6 @@ class Found(Protocol):
 
 
 class Feeder(Protocol):
-    @property
-    def units_seen(self) -> int: ...
-
     def feed(self, delta: str) -> Optional[Found]: ...
 
 
@@ -184,7 +181,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     rows.append(("feed 4-char deltas, clean (us/call)", [s * 1e6 for s in per_call], ".2f"))
     timed("scan, clean", lambda impl: scan_seconds(impl, clean), clean)
     timed("scan, degenerate", lambda impl: scan_seconds(impl, degenerate), degenerate)
-    rows.append(("Python heap peak, one stream (KiB)", [python_peak(i, chunks) / 1024 for i in IMPLS], ".1f"))
+    peaks = [python_peak(impl, chunks) / 1024 for impl in IMPLS]
+    rows.append(("Python heap peak, feed 2 KB chunks, clean (KiB)", peaks, ".1f"))
     if sys.platform == "linux":
         rss = [rss_per_stream(impl.name, setup.streams) / 1024 for impl in IMPLS]
         rows.append((f"RSS per fed stream, {setup.streams} streams (KiB)", rss, ".1f"))
@@ -205,7 +203,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print()
     print(f"{'':50}{'loopbreak':>12}{'baseline':>12}{'loopbreak/baseline':>20}")
     for label, (ours, theirs), fmt in rows:
-        ratio = f"{ours / theirs:.2f}" if theirs else "n/a"
+        ratio = f"{ours / theirs:.3g}" if theirs else "n/a"
         print(f"{label:50}{ours:>12{fmt}}{theirs:>12{fmt}}{ratio:>20}")
     counts = [
         (f"clean files flagged (of {len(clean_files)})", [str(len(f)) for f in flags]),

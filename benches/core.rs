@@ -145,7 +145,9 @@ fn benches(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("feed_4char_deltas", name), |b| {
             b.iter_batched_ref(fresh, feed_all(&deltas), BatchSize::SmallInput)
         });
-        group.bench_function(BenchmarkId::new("scan_str", name), |b| b.iter(|| scan_str(black_box(text), &DEFAULT_RULES)));
+        group.bench_function(BenchmarkId::new("scan_str", name), |b| {
+            b.iter(|| scan_str(black_box(text), &DEFAULT_RULES))
+        });
     }
     group.finish();
 }

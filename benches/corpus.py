@@ -33,7 +33,7 @@ INCIDENT_REPEATS = 20_000
 
 def _stdlib_paths(root: Path) -> list[tuple[str, Path]]:
     """Regular files with a text suffix, as (path relative to root with ``/``, path), sorted."""
-    found = []
+    found: list[tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
         for name in filenames:

@@ -6,18 +6,22 @@
 //! [`Rules`]. The Python binding (`--features python`) is in `python.rs`, the only file that
 //! uses pyo3.
 
+mod batch;
 mod detector;
 mod finding;
 mod lines;
 mod rules;
+mod streams;
 mod trim;
 
 #[cfg(feature = "python")]
 mod python;
 
+pub use batch::{map_parallel, scan_many};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
 pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{trim_units, Removal, Trimmed, DEFAULT_KEEP};
 
 #[cfg(test)]

@@ -7,10 +7,11 @@
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::buffer::{PyBuffer, PyUntypedBuffer};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
-use crate::{scan_str, BlockKind, scan_units, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
+use crate::{map_parallel, scan_str, BlockKind, Rule, StreamSet, scan_units, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
 
 /// Inputs above this many bytes are worked on with the GIL released.
 const DETACH_ABOVE_BYTES: usize = 64 * 1024;
@@ -183,150 +184,289 @@ fn rules_arg(rules: Option<&Bound<'_, PyRules>>) -> Rules {
     rules.map_or(DEFAULT_RULES, |r| r.get().inner)
 }
 
-/// One degenerate region, as it stood when its rule first held.
-#[pyclass(name = "Finding", module = "loopbreak", frozen, eq)]
-#[derive(Clone, PartialEq)]
-pub struct PyFinding {
-    inner: Finding,
-}
-
-#[pymethods]
-impl PyFinding {
-    #[getter]
-    fn rule(&self) -> &'static str {
-        self.inner.rule.name()
-    }
-    #[getter]
-    fn period(&self) -> u64 {
-        self.inner.period
-    }
-    #[getter]
-    fn block<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyString>> {
-        units_to_str(py, &self.inner.block)
-    }
-    #[getter]
-    fn start(&self) -> u64 {
-        self.inner.start
-    }
-    #[getter]
-    fn repeats(&self) -> u64 {
-        self.inner.repeats
-    }
-    #[getter]
-    fn detected_at(&self) -> u64 {
-        self.inner.detected_at
-    }
-
-    /// The finding as a dict of plain values, for JSON and logs.
-    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        dict.set_item("rule", self.rule())?;
-        dict.set_item("period", self.inner.period)?;
-        dict.set_item("block", self.block(py)?)?;
-        dict.set_item("start", self.inner.start)?;
-        dict.set_item("repeats", self.inner.repeats)?;
-        dict.set_item("detected_at", self.inner.detected_at)?;
-        Ok(dict)
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        const PREVIEW: usize = 40;
-        let block = self.block(py)?;
-        let mut preview = block.repr()?.to_string();
-        if self.inner.block.len() > PREVIEW {
-            let head = units_to_str(py, &self.inner.block[..PREVIEW])?;
-            preview = format!("{}...", head.repr()?);
+/// The Python class of a finding: `Finding` (text, `block` is a `str`) or `TokenFinding`
+/// (token ids, `block` is a `list[int]`); everything else is the same.
+macro_rules! finding_class {
+    ($class:ident, $name:literal, $block:ident) => {
+        #[pyclass(name = $name, module = "loopbreak", frozen, eq)]
+        #[derive(Clone, PartialEq)]
+        pub struct $class {
+            inner: Finding,
         }
-        Ok(format!(
-            "Finding(rule='{}', period={}, block={}, start={}, repeats={}, detected_at={})",
-            self.rule(),
-            self.inner.period,
-            preview,
-            self.inner.start,
-            self.inner.repeats,
-            self.inner.detected_at
-        ))
+
+        impl From<Finding> for $class {
+            fn from(inner: Finding) -> Self {
+                $class { inner }
+            }
+        }
+
+        #[pymethods]
+        impl $class {
+            #[getter]
+            fn rule(&self) -> &'static str {
+                self.inner.rule.name()
+            }
+            #[getter]
+            fn period(&self) -> u64 {
+                self.inner.period
+            }
+            #[getter]
+            fn block<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                $block(py, &self.inner.block)
+            }
+            #[getter]
+            fn start(&self) -> u64 {
+                self.inner.start
+            }
+            #[getter]
+            fn repeats(&self) -> u64 {
+                self.inner.repeats
+            }
+            #[getter]
+            fn detected_at(&self) -> u64 {
+                self.inner.detected_at
+            }
+
+            /// The finding as a dict of plain values, for JSON and logs.
+            fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+                let dict = PyDict::new(py);
+                dict.set_item("rule", self.rule())?;
+                dict.set_item("period", self.inner.period)?;
+                dict.set_item("block", self.block(py)?)?;
+                dict.set_item("start", self.inner.start)?;
+                dict.set_item("repeats", self.inner.repeats)?;
+                dict.set_item("detected_at", self.inner.detected_at)?;
+                Ok(dict)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                const PREVIEW: usize = 40;
+                let shown = &self.inner.block[..self.inner.block.len().min(PREVIEW)];
+                let mut preview = $block(py, shown)?.repr()?.to_string();
+                if self.inner.block.len() > PREVIEW {
+                    preview.push_str("...");
+                }
+                Ok(format!(
+                    "{}(rule='{}', period={}, block={}, start={}, repeats={}, detected_at={})",
+                    $name,
+                    self.rule(),
+                    self.inner.period,
+                    preview,
+                    self.inner.start,
+                    self.inner.repeats,
+                    self.inner.detected_at
+                ))
+            }
+        }
+    };
+}
+
+fn text_block<'py>(py: Python<'py>, units: &[u32]) -> PyResult<Bound<'py, PyAny>> {
+    Ok(units_to_str(py, units)?.into_any())
+}
+
+fn token_block<'py>(py: Python<'py>, units: &[u32]) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyList::new(py, units)?.into_any())
+}
+
+finding_class!(PyFinding, "Finding", text_block);
+finding_class!(PyTokenFinding, "TokenFinding", token_block);
+
+fn wrap<F: From<Finding>>(findings: Vec<Finding>) -> Vec<F> {
+    findings.into_iter().map(F::from).collect()
+}
+
+impl Text<'_> {
+    /// Feeds the units to `detector`, with the GIL released when there are many.
+    fn feed(&self, py: Python<'_>, detector: &mut Detector) -> Vec<Finding> {
+        let mut found = Vec::new();
+        let mut run = || match self {
+            Text::Utf8(s) => detector.feed_str(s, &mut found),
+            Text::Units(u) => detector.feed_units(u, &mut found),
+        };
+        if self.len_bytes() > DETACH_ABOVE_BYTES {
+            py.detach(run);
+        } else {
+            run();
+        }
+        found
     }
 }
 
-fn wrap(findings: Vec<Finding>) -> Vec<PyFinding> {
-    findings.into_iter().map(|inner| PyFinding { inner }).collect()
+/// Token ids from a list of ints or a 1-D buffer (numpy array, `array.array`) of unsigned or
+/// signed integers; each must fit in 32 bits unsigned.
+fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text<'static>> {
+    fn id(value: i128) -> PyResult<u32> {
+        u32::try_from(value).map_err(|_| PyValueError::new_err(format!("token ids must be in 0..2**32, got {value}")))
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        let ids = list.iter().map(|item| id(item.extract::<i128>()?)).collect::<PyResult<Vec<u32>>>()?;
+        return Ok(Text::Units(ids));
+    }
+    let Ok(buffer) = PyUntypedBuffer::get(obj) else {
+        return Err(PyTypeError::new_err(format!(
+            "tokens must be a list of int or a 1-D integer array, not {}",
+            obj.get_type().name()?
+        )));
+    };
+    if buffer.dimensions() != 1 {
+        return Err(PyValueError::new_err(format!("tokens must be 1-D, got {} dimensions", buffer.dimensions())));
+    }
+    macro_rules! typed {
+        ($($t:ty),*) => {$(
+            if let Ok(typed) = buffer.as_typed::<$t>() {
+                let ids = typed.to_vec(obj.py())?.into_iter().map(|v| id(i128::from(v))).collect::<PyResult<Vec<u32>>>()?;
+                return Ok(Text::Units(ids));
+            }
+        )*};
+    }
+    typed!(u32, i64, i32, u64, u16, i16, u8, i8);
+    Err(PyTypeError::new_err(format!(
+        "tokens must hold integers (e.g. uint32 or int64), got buffer format '{}'",
+        buffer.format().to_string_lossy()
+    )))
 }
 
-struct DetectorState {
-    detector: Detector,
-    findings: Vec<PyFinding>,
+/// The Python class of a streaming detector: `Detector` (text deltas) or `TokenDetector` (token
+/// ids); they differ in what `feed` takes and what findings they return.
+macro_rules! detector_class {
+    ($class:ident, $name:literal, $finding:ident, $input:expr) => {
+        #[pyclass(name = $name, module = "loopbreak", frozen)]
+        pub struct $class {
+            state: Mutex<(Detector, Vec<$finding>)>,
+        }
+
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(signature = (rules = None))]
+            fn new(rules: Option<&Bound<'_, PyRules>>) -> Self {
+                $class { state: Mutex::new((Detector::new(rules_arg(rules)), Vec::new())) }
+            }
+
+            /// Feeds a delta; returns the first finding whose rule first held inside it, or None.
+            fn feed(&self, py: Python<'_>, delta: &Bound<'_, PyAny>) -> PyResult<Option<$finding>> {
+                let input = ($input)(delta)?;
+                let mut state = lock(&self.state);
+                let (detector, findings) = &mut *state;
+                let new: Vec<$finding> = wrap(input.feed(py, detector));
+                let first = new.first().cloned();
+                findings.extend(new);
+                Ok(first)
+            }
+
+            /// The first finding since creation or the last reset, or None.
+            #[getter]
+            fn finding(&self) -> Option<$finding> {
+                lock(&self.state).1.first().cloned()
+            }
+
+            /// Every finding so far, in order (one per degenerate region).
+            #[getter]
+            fn findings(&self) -> Vec<$finding> {
+                lock(&self.state).1.clone()
+            }
+
+            /// Units fed since creation or the last reset.
+            #[getter]
+            fn units_seen(&self) -> u64 {
+                lock(&self.state).0.units_seen()
+            }
+
+            #[getter]
+            fn rules(&self) -> PyRules {
+                PyRules { inner: *lock(&self.state).0.rules() }
+            }
+
+            /// Forgets everything fed so far; the rules stay.
+            fn reset(&self) {
+                let mut state = lock(&self.state);
+                state.0.reset();
+                state.1.clear();
+            }
+
+            fn __repr__(&self) -> String {
+                let state = lock(&self.state);
+                format!("{}(units_seen={}, findings={})", $name, state.0.units_seen(), state.1.len())
+            }
+        }
+    };
 }
 
-/// A streaming detector: feed it text deltas as they arrive.
-#[pyclass(name = "Detector", module = "loopbreak", frozen)]
-pub struct PyDetector {
-    state: Mutex<DetectorState>,
+detector_class!(PyDetector, "Detector", PyFinding, |delta| text_arg(delta, "delta"));
+detector_class!(PyTokenDetector, "TokenDetector", PyTokenFinding, tokens_arg);
+
+/// Many token streams, stepped together: one call per decode step for the whole batch.
+#[pyclass(name = "TokenStreams", module = "loopbreak", frozen)]
+pub struct PyTokenStreams {
+    state: Mutex<StreamSet>,
+}
+
+fn slots_arg(obj: &Bound<'_, PyAny>, set: &StreamSet) -> PyResult<Vec<usize>> {
+    let Text::Units(ids) = tokens_arg(obj)? else { unreachable!("tokens_arg returns units") };
+    let slots: Vec<usize> = ids.into_iter().map(|id| id as usize).collect();
+    set.check_slots(&slots).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))?;
+    Ok(slots)
 }
 
 #[pymethods]
-impl PyDetector {
+impl PyTokenStreams {
     #[new]
     #[pyo3(signature = (rules = None))]
     fn new(rules: Option<&Bound<'_, PyRules>>) -> Self {
-        let detector = Detector::new(rules_arg(rules));
-        PyDetector { state: Mutex::new(DetectorState { detector, findings: Vec::new() }) }
+        PyTokenStreams { state: Mutex::new(StreamSet::new(rules_arg(rules))) }
     }
 
-    /// Feeds a text delta; returns the first finding whose rule first held inside it, or None.
-    fn feed(&self, py: Python<'_>, delta: &Bound<'_, PyAny>) -> PyResult<Option<PyFinding>> {
-        let text = text_arg(delta, "delta")?;
-        let mut state = lock(&self.state);
-        let state = &mut *state;
-        let mut found = Vec::new();
-        let mut run = |found: &mut Vec<Finding>| match &text {
-            Text::Utf8(s) => state.detector.feed_str(s, found),
-            Text::Units(u) => state.detector.feed_units(u, found),
-        };
-        if text.len_bytes() > DETACH_ABOVE_BYTES {
-            py.detach(|| run(&mut found));
-        } else {
-            run(&mut found);
+    /// Starts a stream; returns its slot (a freed slot is reused).
+    fn add(&self) -> usize {
+        lock(&self.state).add()
+    }
+
+    /// Ends the stream in `slot`. Raises ``ValueError`` if there is none.
+    fn remove(&self, slot: usize) -> PyResult<()> {
+        lock(&self.state).remove(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))
+    }
+
+    fn __len__(&self) -> usize {
+        lock(&self.state).len()
+    }
+
+    /// Feeds `tokens[i]` to the stream in `slots[i]` for every i (lists or 1-D integer arrays of
+    /// equal length); returns the slots whose stream produced a finding in this step.
+    fn step(&self, py: Python<'_>, slots: &Bound<'_, PyAny>, tokens: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+        let mut set = lock(&self.state);
+        let slots = slots_arg(slots, &set)?;
+        let Text::Units(ids) = tokens_arg(tokens)? else { unreachable!("tokens_arg returns units") };
+        if ids.len() != slots.len() {
+            return Err(PyValueError::new_err(format!(
+                "slots and tokens differ in length: {} and {}",
+                slots.len(),
+                ids.len()
+            )));
         }
-        let new = wrap(found);
-        let first = new.first().cloned();
-        state.findings.extend(new);
-        Ok(first)
+        let mut fired = Vec::new();
+        let set = &mut *set;
+        let mut run = || set.step(&slots, &ids, |slot, _| fired.push(slot));
+        if slots.len() * 64 > DETACH_ABOVE_BYTES {
+            py.detach(run);
+        } else {
+            run();
+        }
+        Ok(fired)
     }
 
-    /// The first finding since creation or the last reset, or None.
-    #[getter]
-    fn finding(&self) -> Option<PyFinding> {
-        lock(&self.state).findings.first().cloned()
+    /// The first finding of the stream in `slot`, or None.
+    fn finding(&self, slot: usize) -> PyResult<Option<PyTokenFinding>> {
+        let set = lock(&self.state);
+        let detector = set.detector(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))?;
+        Ok(detector.finding().cloned().map(PyTokenFinding::from))
     }
 
-    /// Every finding so far, in order (one per degenerate region).
-    #[getter]
-    fn findings(&self) -> Vec<PyFinding> {
-        lock(&self.state).findings.clone()
-    }
-
-    /// Units (code points) fed since creation or the last reset.
-    #[getter]
-    fn units_seen(&self) -> u64 {
-        lock(&self.state).detector.units_seen()
-    }
-
-    #[getter]
-    fn rules(&self) -> PyRules {
-        PyRules { inner: *lock(&self.state).detector.rules() }
-    }
-
-    /// Forgets everything fed so far; the rules stay.
-    fn reset(&self) {
-        let mut state = lock(&self.state);
-        state.detector.reset();
-        state.findings.clear();
-    }
-
-    fn __repr__(&self) -> String {
-        let state = lock(&self.state);
-        format!("Detector(units_seen={}, findings={})", state.detector.units_seen(), state.findings.len())
+    /// Units fed to the stream in `slot`.
+    fn units_seen(&self, slot: usize) -> PyResult<u64> {
+        let set = lock(&self.state);
+        let detector = set.detector(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))?;
+        Ok(detector.units_seen())
     }
 }
 
@@ -342,6 +482,85 @@ fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, PyRule
     };
     let findings = if text.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
     Ok(wrap(findings))
+}
+
+fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+    threads
+        .map(|n| usize::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1, got {n}"))))
+        .transpose()
+}
+
+/// The findings of every text, in order, scanned on all cores (or `threads`) with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (texts, rules = None, threads = None))]
+fn scan_many(
+    py: Python<'_>,
+    texts: &Bound<'_, PyAny>,
+    rules: Option<&Bound<'_, PyRules>>,
+    threads: Option<i64>,
+) -> PyResult<Vec<Vec<PyFinding>>> {
+    let rules = rules_arg(rules);
+    let threads = threads_arg(threads)?;
+    let items: Vec<Bound<'_, PyAny>> = texts.try_iter()?.collect::<PyResult<_>>()?;
+    let texts = items.iter().map(|item| text_arg(item, "each text")).collect::<PyResult<Vec<Text<'_>>>>()?;
+    let found = py.detach(|| {
+        map_parallel(
+            &texts,
+            |text| match text {
+                Text::Utf8(s) => scan_str(s, &rules),
+                Text::Units(u) => scan_units(u, &rules),
+            },
+            threads,
+        )
+    });
+    Ok(found.into_iter().map(wrap).collect())
+}
+
+/// `scan_many` over an Arrow-style string column given as its UTF-8 `data` buffer and its
+/// `offsets` buffer (int32 or int64, one more than the rows): returns the findings as columns
+/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at), rule coded as
+/// 0 periodic_run, 1 long_block, 2 identical_lines.
+#[pyfunction]
+#[pyo3(signature = (data, offsets, rules = None, threads = None))]
+fn scan_utf8_columns<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    rules: Option<&Bound<'py, PyRules>>,
+    threads: Option<i64>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let rules = rules_arg(rules);
+    let threads = threads_arg(threads)?;
+    let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+    let Text::Units(ids) = tokens_arg(offsets).or_else(|_| -> PyResult<Text<'static>> {
+        let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
+        let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
+        narrowed.map(Text::Units).map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
+    })? else { unreachable!("units") };
+    let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
+    if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
+        return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
+    }
+    let rows: Vec<&str> = bounds
+        .iter()
+        .map(|&(a, b)| std::str::from_utf8(&data[a..b]))
+        .collect::<Result<_, _>>()
+        .map_err(|e| PyValueError::new_err(format!("a row is not valid UTF-8: {e}")))?;
+    let found = py.detach(|| crate::scan_many(&rows, &rules, threads));
+    let mut columns: [Vec<u8>; 6] = Default::default();
+    for (row, findings) in found.iter().enumerate() {
+        for f in findings {
+            let rule = match f.rule {
+                Rule::PeriodicRun => 0,
+                Rule::LongBlock => 1,
+                Rule::IdenticalLines => 2,
+            };
+            for (column, value) in columns.iter_mut().zip([row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64]) {
+                column.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+    }
+    Ok(columns.iter().map(|c| PyBytes::new(py, c)).collect())
 }
 
 /// One region that `trim` shortened.
@@ -442,6 +661,11 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyRules>()?;
     m.add_class::<PyFinding>()?;
     m.add_class::<PyDetector>()?;
+    m.add_class::<PyTokenFinding>()?;
+    m.add_class::<PyTokenDetector>()?;
+    m.add_class::<PyTokenStreams>()?;
+    m.add_function(wrap_pyfunction!(scan_many, m)?)?;
+    m.add_function(wrap_pyfunction!(scan_utf8_columns, m)?)?;
     m.add_class::<PyRemoval>()?;
     m.add_class::<PyTrimmed>()?;
     m.add_function(wrap_pyfunction!(scan, m)?)?;

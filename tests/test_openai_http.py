@@ -12,7 +12,7 @@ import json
 import queue
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, AsyncIterator, Iterator
 
 import httpx
 import pytest
@@ -22,11 +22,11 @@ from recorded import RECORDED
 from recorded_server import Recordings, StreamLog, routes, serve, tool_arguments
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from loopbreak import DegenerationDetected, scan, trim
+from loopbreak import DegenerationDetected, aguard, scan, trim
 from loopbreak.integrations.openai import aguard_chat, aguard_responses, guard_chat, guard_responses
 from loopbreak.integrations.starlette import sse_response
 from loopbreak.persist import NO_TEXT_MARKER, connect, load_run, save_result
@@ -292,3 +292,44 @@ def test_browser_disconnect_closes_the_model_stream(server: Server) -> None:
     assert [name for name, _ in first] == ["message"] * 3
     log = server.finished_stream(model)
     assert log.disconnected_early and log.sent < log.total
+
+
+def test_sse_response_closes_the_stream_as_soon_as_the_client_is_gone() -> None:
+    """Closed right when sending fails, not whenever the body iterator is garbage-collected
+    (here the response object stays referenced, as middleware or a traceback may keep it)."""
+    upstream_closed: list[bool] = []
+
+    async def model() -> AsyncIterator[str]:
+        try:
+            for delta in ["Hello", " there", ", how", " are", " you"]:
+                yield delta
+        finally:
+            upstream_closed.append(True)
+
+    guarded = aguard(model())
+    response = sse_response(guarded)
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Any) -> None:
+        if len(sent) == 3:  # the headers and two events got through
+            raise OSError("connection reset by peer")
+        sent.append(message)
+
+    async def serve_until_the_client_is_gone() -> list[bool]:
+        scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "method": "POST", "headers": []}
+        with pytest.raises(ClientDisconnect):
+            await response(scope, receive, send)
+        return list(upstream_closed)  # before asyncio.run() closes leftover generators itself
+
+    assert asyncio.run(serve_until_the_client_is_gone()) == [True]
+    assert guarded.status == "cancelled"
+
+
+def test_adapters_refuse_the_wrong_kind_of_stream() -> None:
+    with pytest.raises(TypeError, match="ChatCompletionChunk"):
+        list(guard_chat(["plain text"]))  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="Responses API stream events"):
+        list(guard_responses(["plain text"]))  # type: ignore[type-var]

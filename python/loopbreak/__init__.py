@@ -6,6 +6,8 @@ The detector is a Rust core (``loopbreak._core``); this package re-exports it:
 - ``scan(text)``: every degenerate region of a whole text.
 - ``trim(text)``: the text to persist, each region cut to its first few copies plus a marker.
 - ``Rules``: every threshold, validated.
+- ``TokenDetector`` / ``TokenStreams``: the same over token ids, one stream or a batch per step.
+- ``scan_many`` / ``scan_columns`` (``loopbreak.batch``): many texts on all cores.
 
 On top of it (``loopbreak.stream``): ``guard(deltas)`` / ``aguard(deltas)`` pass a stream of
 text deltas through and stop it where it starts looping, raising ``DegenerationDetected`` (a
@@ -25,6 +27,9 @@ from loopbreak._core import (
     Finding,
     Removal,
     Rules,
+    TokenDetector,
+    TokenFinding,
+    TokenStreams,
     Trimmed,
     __version__,
     scan,
@@ -32,6 +37,7 @@ from loopbreak._core import (
 )
 from loopbreak.actions import action_key
 from loopbreak.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
+from loopbreak.batch import scan_columns, scan_many
 from loopbreak.budget import Budgets, ModelPrice
 from loopbreak.decision import Check, Decision, DecisionKind, Reason
 from loopbreak.errors import DegenerationDetected, LoopbreakError
@@ -40,17 +46,21 @@ from loopbreak.receipt import Receipt, ReceiptState, RunEvidence, save_receipt
 from loopbreak.stream import AsyncGuarded, Degeneration, Guarded, Piece, aguard, guard
 
 __all__ = [
+    "__version__",
+    "action_key",
+    "aguard",
     "AsyncGuarded",
     "AuditLog",
     "Budgets",
     "Check",
-    "DEFAULT_KEEP",
     "Decision",
     "DecisionKind",
+    "DEFAULT_KEEP",
     "Degeneration",
     "DegenerationDetected",
     "Detector",
     "Finding",
+    "guard",
     "Guarded",
     "JsonLinesSink",
     "LoggingSink",
@@ -65,14 +75,15 @@ __all__ = [
     "Rules",
     "RunEvidence",
     "RunPolicy",
-    "SqliteSink",
-    "StepPlan",
-    "Trimmed",
-    "__version__",
-    "action_key",
-    "aguard",
-    "guard",
     "save_receipt",
     "scan",
+    "scan_columns",
+    "scan_many",
+    "SqliteSink",
+    "StepPlan",
+    "TokenDetector",
+    "TokenFinding",
+    "TokenStreams",
     "trim",
+    "Trimmed",
 ]

@@ -2,7 +2,7 @@
 the Python ``str`` the text came from. A ``str`` holding lone surrogates is accepted: each
 surrogate is one unit like any other code point and comes back unchanged."""
 
-from typing import Any, Final, Literal, Optional
+from typing import Any, Final, Iterable, Literal, Optional, Sequence, Union
 
 __version__: Final[str]
 
@@ -104,6 +104,73 @@ class Finding:
         """Units seen when the rule first held: ``text[start:detected_at]`` is the evidence."""
     def to_dict(self) -> dict[str, Any]:
         """The finding as a dict of plain values, for JSON and logs."""
+
+class TokenFinding:
+    """A finding over token ids (immutable): like ``Finding``, with ``block`` a list of ids."""
+
+    @property
+    def rule(self) -> RuleName: ...
+    @property
+    def period(self) -> int: ...
+    @property
+    def block(self) -> list[int]: ...
+    @property
+    def start(self) -> int: ...
+    @property
+    def repeats(self) -> int: ...
+    @property
+    def detected_at(self) -> int: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+Tokens = Union[Sequence[int], Any]
+"""A list of ints or a 1-D integer buffer (numpy uint32/int64/int32/... array, ``array.array``)."""
+
+class TokenDetector:
+    """The same rules over token ids, for serving engines that see ids, not text. Ids are
+    classified as if they were code points (10 is a newline, 32 a space); choose rules sized in
+    tokens. Raises ``TypeError`` for non-integer input, ``ValueError`` for ids outside 0..2**32
+    or arrays that are not 1-D."""
+
+    def __init__(self, rules: Optional[Rules] = None) -> None: ...
+    def feed(self, tokens: Tokens) -> Optional[TokenFinding]:
+        """Feeds token ids; returns the first finding whose rule first held among them, or None."""
+    @property
+    def finding(self) -> Optional[TokenFinding]: ...
+    @property
+    def findings(self) -> list[TokenFinding]: ...
+    @property
+    def units_seen(self) -> int: ...
+    @property
+    def rules(self) -> Rules: ...
+    def reset(self) -> None: ...
+
+class TokenStreams:
+    """Many token streams stepped together: one call per decode step for a whole batch, one
+    crossing of the Python/Rust boundary. Each stream finds exactly what its own
+    ``TokenDetector`` would."""
+
+    def __init__(self, rules: Optional[Rules] = None) -> None: ...
+    def add(self) -> int:
+        """Starts a stream; returns its slot (slots of removed streams are reused)."""
+    def remove(self, slot: int) -> None:
+        """Ends the stream in ``slot``; ``ValueError`` if there is none."""
+    def __len__(self) -> int: ...
+    def step(self, slots: Tokens, tokens: Tokens) -> list[int]:
+        """Feeds ``tokens[i]`` to the stream in ``slots[i]``, for every i; returns the slots whose
+        stream produced a finding in this step. ``ValueError`` for an unknown slot (nothing is
+        fed then) or lengths that differ."""
+    def finding(self, slot: int) -> Optional[TokenFinding]:
+        """The first finding of the stream in ``slot``, or None."""
+    def units_seen(self, slot: int) -> int: ...
+
+def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
+    """``[scan(t) for t in texts]`` on all cores (or ``threads``) with the GIL released.
+    ``loopbreak.scan_many`` also takes pyarrow string arrays."""
+
+def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
+    """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``):
+    six little-endian int64 columns (row, rule code, period, start, repeats, detected_at).
+    Used by ``loopbreak.scan_columns``."""
 
 class Detector:
     """A streaming detector: feed it text deltas as they arrive.

@@ -71,12 +71,16 @@ def model_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.5)
         yield url
     finally:
+        died = process.poll()
         process.terminate()
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=30)
+    # A server that crashed mid-session shows up in the tests only as connection errors.
+    if died is not None:
+        raise RuntimeError(f"the model server died (exit {died}): {log_path.read_text()[-3000:]}")
 
 
 @pytest.fixture(scope="session")

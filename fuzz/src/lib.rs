@@ -1,0 +1,760 @@
+//! Invariant checks behind the fuzz targets of the loopbreak core.
+//!
+//! Each `check_*` function takes the raw fuzzer input, decodes it into a case, runs the core and
+//! asserts the invariant (a failed assertion is a finding of the fuzzer, like a crash). The
+//! targets in `fuzz_targets/` are one-line wrappers, so the kept corpus (`corpus/<target>/`) and
+//! the reproducers of bugs (`regressions/<target>/`) replay with plain `cargo test` on stable
+//! Rust (see `mod replay` at the end).
+//!
+//! - `check_chunking`: a generated text (loops, identical lines, noise; str or token ids) fed in
+//!   arbitrary chunkings, one unit at a time, cloned and reset mid-stream: always the findings
+//!   of one feed and of `scan_units` / `scan_str`.
+//! - `check_scan`: raw bytes (lossy UTF-8 or token ids): `scan_str` == `scan_units` == a streamed
+//!   detector, and every finding is sound (see `check_findings`).
+//! - `check_trim`: `trim_units` keeps everything outside its removals exactly (the text before the
+//!   first removal, between removals and after the last), removes only repetition, keeps `keep`
+//!   copies, and leaves clean text unchanged.
+//! - `check_rules`: arbitrary (mostly edge) rule values: `validate` never panics; valid rules never
+//!   make the detector panic, keep its state bounded and give sound findings.
+//!
+//! With the cargo feature `oracle` (which needs the core to export its reference oracle as
+//! `loopbreak::oracle`), chunking and scan also compare with the oracle.
+
+use std::fmt::Write as _;
+
+use arbitrary::Unstructured;
+use loopbreak::{
+    scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, Rules, Trimmed, DEFAULT_RULES,
+};
+
+/// Generated texts stop growing at this many units (keeps a run in the millisecond range).
+pub const MAX_UNITS: usize = 1 << 15;
+
+/// A valid `Rules` must keep a stream's state (its window of units) below this many units
+/// (128 MiB of `u32`): the largest span a rule can ask for is `2^24`.
+pub const WINDOW_BOUND: usize = 1 << 25;
+
+/// Whether inputs that hit an open bug (see `known_bugs`) are skipped.
+pub const MASK_KNOWN_BUGS: bool = cfg!(feature = "mask-known-bugs");
+
+/// The core's own small test rules: random texts over small alphabets reach every rule.
+pub const SMALL: Rules = Rules {
+    max_period: 8,
+    max_long_period: 40,
+    min_repeats: 6,
+    text_span: 40,
+    code_min_repeats: 8,
+    code_span: 60,
+    long_min_repeats: 3,
+    min_span: 32,
+    single_char_min_span: 40,
+    whitespace_min_span: 48,
+    min_lines: 3,
+    code_min_lines: 4,
+};
+
+/// About the least that `validate` allows: a window of a few dozen units, so that lines and runs
+/// longer than the window are cheap to generate.
+pub const LOW: Rules = Rules {
+    max_period: 3,
+    max_long_period: 12,
+    min_repeats: 2,
+    text_span: 32,
+    code_min_repeats: 2,
+    code_span: 32,
+    long_min_repeats: 2,
+    min_span: 32,
+    single_char_min_span: 32,
+    whitespace_min_span: 32,
+    min_lines: 2,
+    code_min_lines: 2,
+};
+
+/// Units texts are made of: letters, punctuation, digits, every kind of whitespace the rules
+/// care about (`\r`, U+0085 and U+3000 are whitespace; a lone surrogate is not), NUL, multi-byte
+/// chars, lone surrogates and a token id above U+10FFFF (the last three only as token ids).
+const PALETTE: [u32; 24] = [
+    'a' as u32, 'b' as u32, 'c' as u32, 'x' as u32, 'A' as u32, '.' as u32, ',' as u32, ' ' as u32,
+    '\n' as u32, '\t' as u32, '\r' as u32, '-' as u32, '=' as u32, '0' as u32, '1' as u32, 'é' as u32,
+    '人' as u32, '🙂' as u32, 0x3000, 0x85, 0, 0xD800, 0xDFFF, 0x11_0000,
+];
+
+const NEWLINE: u32 = '\n' as u32;
+
+// ---------------------------------------------------------------------------------------------
+// Decoding fuzzer input into cases
+
+fn byte(u: &mut Unstructured<'_>) -> u8 {
+    u.arbitrary().unwrap_or(0)
+}
+
+fn below(u: &mut Unstructured<'_>, n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    u.int_in_range(0..=n - 1).unwrap_or(0)
+}
+
+/// A u32 that is usually an edge of some rule's range.
+fn edge_u32(u: &mut Unstructured<'_>) -> u32 {
+    const EDGES: [u32; 20] = [
+        0,
+        1,
+        2,
+        3,
+        4,
+        16,
+        31,
+        32,
+        33,
+        64,
+        150,
+        4096,
+        65_535,
+        65_536,
+        65_537,
+        1 << 24,
+        (1 << 24) + 1,
+        u32::MAX / 2,
+        u32::MAX - 1,
+        u32::MAX,
+    ];
+    match below(u, 6) {
+        0 => below(u, 9) as u32,
+        1 => below(u, 101) as u32,
+        2 => below(u, 5001) as u32,
+        3 | 4 => EDGES[below(u, EDGES.len())],
+        _ => u.arbitrary().unwrap_or(0),
+    }
+}
+
+/// Any combination of rule values, valid or not, mostly at the edges.
+pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> Rules {
+    Rules {
+        max_period: edge_u32(u),
+        max_long_period: edge_u32(u),
+        min_repeats: edge_u32(u),
+        text_span: edge_u32(u),
+        code_min_repeats: edge_u32(u),
+        code_span: edge_u32(u),
+        long_min_repeats: edge_u32(u),
+        min_span: edge_u32(u),
+        single_char_min_span: edge_u32(u),
+        whitespace_min_span: edge_u32(u),
+        min_lines: edge_u32(u),
+        code_min_lines: edge_u32(u),
+    }
+}
+
+/// Valid rules with a small window (cheap to run): a preset, or arbitrary small values.
+fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
+    match below(u, 4) {
+        0 => DEFAULT_RULES,
+        1 => SMALL,
+        2 => LOW,
+        _ => {
+            let mut field = |most: usize| 1 + below(u, most) as u32;
+            let max_period = field(20);
+            let long_min_repeats = 1 + field(6);
+            let rules = Rules {
+                max_period,
+                max_long_period: max_period + field(100) - 1,
+                min_repeats: long_min_repeats + field(30) - 1,
+                text_span: field(600),
+                code_min_repeats: long_min_repeats + field(60) - 1,
+                code_span: field(2000),
+                long_min_repeats,
+                min_span: 31 + field(100),
+                single_char_min_span: 31 + field(600),
+                whitespace_min_span: 31 + field(2500),
+                min_lines: 1 + field(40),
+                code_min_lines: 1 + field(60),
+            };
+            if rules.validate().is_ok() && !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) {
+                rules
+            } else {
+                SMALL
+            }
+        }
+    }
+}
+
+/// A text made of pieces that reach the rules often: noise, a block repeated (maybe with a
+/// glitch), identical lines (maybe with blank lines and trailing whitespace between them), raw
+/// units. With `text`, only units that are chars (so it is also a `String`).
+pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
+    let palette: Vec<u32> = PALETTE.iter().copied().filter(|&c| !text || char::from_u32(c).is_some()).collect();
+    let alphabet: Vec<u32> = (0..1 + below(u, 6)).map(|_| palette[below(u, palette.len())]).collect();
+    let pick = |u: &mut Unstructured<'_>| alphabet[below(u, alphabet.len())];
+    let mut out: Vec<u32> = Vec::new();
+    while !u.is_empty() && out.len() < MAX_UNITS {
+        match below(u, 5) {
+            0 => {
+                for _ in 0..byte(u) {
+                    out.push(pick(u));
+                }
+            }
+            1 | 2 => {
+                let block: Vec<u32> = (0..1 + below(u, 80)).map(|_| pick(u)).collect();
+                let times = below(u, 1024);
+                let glitch = below(u, 4) == 0;
+                for _ in 0..times {
+                    out.extend_from_slice(&block);
+                    if glitch && below(u, 8) == 0 {
+                        out.push(pick(u));
+                    }
+                    if out.len() >= MAX_UNITS {
+                        break;
+                    }
+                }
+            }
+            3 => {
+                let content: Vec<u32> = (0..below(u, 61)).map(|_| pick(u)).collect();
+                let trailing = [' ' as u32, '\t' as u32, '\r' as u32, 0x3000];
+                let times = below(u, 80);
+                for _ in 0..times {
+                    out.extend_from_slice(&content);
+                    for _ in 0..below(u, 3) {
+                        out.push(trailing[below(u, trailing.len())]);
+                    }
+                    out.push(NEWLINE);
+                    if below(u, 6) == 0 {
+                        out.push(NEWLINE);
+                    }
+                }
+            }
+            _ => {
+                for _ in 0..byte(u) {
+                    let raw: u32 = u.arbitrary().unwrap_or(0);
+                    let unit = if text {
+                        char::from_u32(raw % 0x11_0000).map_or('\u{FFFD}' as u32, u32::from)
+                    } else {
+                        raw
+                    };
+                    out.push(unit);
+                }
+            }
+        }
+    }
+    out.truncate(MAX_UNITS);
+    out
+}
+
+fn to_string(units: &[u32]) -> String {
+    units.iter().map(|&u| char::from_u32(u).expect("text units are chars")).collect()
+}
+
+fn show(units: &[u32]) -> String {
+    let text: String = units.iter().take(300).map(|&u| char::from_u32(u).unwrap_or('\u{FFFD}')).collect();
+    format!("{} units: {text:?}{}", units.len(), if units.len() > 300 { "…" } else { "" })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Open bugs: what each looks like, to skip it with `mask-known-bugs` while it is open.
+
+/// Predicates of the open bugs (see the report in the fuzz README section). Only used to mask.
+pub mod known_bugs {
+    use super::*;
+
+    /// bug-lines-window: an `identical_lines` finding whose line (content plus trailing
+    /// whitespace) does not fit in the window reads units from outside it: a wrong `block`, or
+    /// an index out of bounds panic in `Detector::units_back`.
+    pub fn line_outgrows_window(units: &[u32], window: usize) -> bool {
+        units.split(|&u| u == NEWLINE).any(|line| line.len() + 2 >= window)
+    }
+
+    /// bug-span-window: a rule asks for a span longer than the window (the window is sized by
+    /// the least span of each period, the finding's block is read from the first copy): a wrong
+    /// `block` or an index out of bounds panic in `Detector::units_back`.
+    pub fn span_outgrows_window(rules: &Rules) -> bool {
+        let window = Detector::new(*rules).window_len() as u64;
+        let p_max = rules.max_long_period.min(1 << 12);
+        let kinds = [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code];
+        (1..=p_max).any(|p| kinds.iter().any(|&k| rules.required_span(p, k) + 2 > window))
+    }
+
+    /// bug-rules-window: valid rules whose window is huge (`long_min_repeats * max_long_period`
+    /// up to 2^40 units): the first push allocates it and the process aborts.
+    pub fn window_too_large(rules: &Rules) -> bool {
+        Detector::new(*rules).window_len() > WINDOW_BOUND
+    }
+
+    /// bug-trim-keep-overflow: `finding.start + keep * finding.period` overflows u64 in
+    /// `periodic_extent`: a panic with overflow checks, else the kept copies are removed too.
+    pub fn keep_overflows(keep: u64) -> bool {
+        keep > 1 << 32
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invariants of findings
+
+/// Whether a unit is whitespace for the rules (Rust's `char::is_whitespace`; no surrogate is).
+fn is_ws(u: u32) -> bool {
+    char::from_u32(u).is_some_and(char::is_whitespace)
+}
+
+fn trim_trailing_ws(line: &[u32]) -> &[u32] {
+    let end = line.iter().rposition(|&u| !is_ws(u)).map_or(0, |i| i + 1);
+    &line[..end]
+}
+
+fn is_primitive(block: &[u32]) -> bool {
+    let p = block.len();
+    !(1..p).any(|q| p % q == 0 && (q..p).all(|i| block[i] == block[i - q]))
+}
+
+/// Where a later finding may start (mirrors the core's `Finding::anchor`).
+fn anchor(f: &Finding) -> u64 {
+    match f.rule {
+        Rule::IdenticalLines => f.start,
+        Rule::PeriodicRun | Rule::LongBlock => f.start + f.period,
+    }
+}
+
+/// Soundness of every finding of `units` under `rules`, without an oracle: each one is backed
+/// by the text exactly as the rules say, at the first unit where its rule holds, at the real
+/// start of its run or streak; they come in order and never overlap a previous one's claim.
+pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Finding]) {
+    let n = units.len() as u64;
+    for (i, f) in found.iter().enumerate() {
+        let ctx = || format!("finding {i} {f:?} in {}", show(units));
+        assert!(f.start < f.detected_at && f.detected_at <= n, "offsets out of range: {}", ctx());
+        assert!(f.period >= 1, "{}", ctx());
+        let (start, end, p) = (f.start as usize, f.detected_at as usize, f.period as usize);
+        match f.rule {
+            Rule::PeriodicRun | Rule::LongBlock => {
+                assert!(f.period <= u64::from(rules.max_long_period), "period above max_long_period: {}", ctx());
+                let short = f.period <= u64::from(rules.max_period);
+                assert_eq!(short, f.rule == Rule::PeriodicRun, "rule does not match the period: {}", ctx());
+                assert!(start + p <= end, "{}", ctx());
+                assert_eq!(f.block, units[start..start + p], "block is not the first copy: {}", ctx());
+                assert!((start + p..end).all(|j| units[j] == units[j - p]), "evidence is not periodic: {}", ctx());
+                assert!(is_primitive(&f.block), "block is a power of a shorter one: {}", ctx());
+                let need = rules.required_span(f.period as u32, BlockKind::of(&f.block));
+                assert_eq!(f.detected_at - f.start, need, "not where the rule first holds: {}", ctx());
+                assert_eq!(f.repeats, need / f.period, "{}", ctx());
+                assert!(start == 0 || units[start - 1] != units[start - 1 + p], "run starts earlier: {}", ctx());
+            }
+            Rule::IdenticalLines => {
+                assert!(start == 0 || units[start - 1] == NEWLINE, "not at a line start: {}", ctx());
+                assert_eq!(units[end - 1], NEWLINE, "not at a line end: {}", ctx());
+                let lines: Vec<&[u32]> = units[start..end - 1].split(|&u| u == NEWLINE).collect();
+                let content = trim_trailing_ws(lines[0]);
+                assert!(!content.is_empty(), "first line blank: {}", ctx());
+                assert!(!trim_trailing_ws(lines[lines.len() - 1]).is_empty(), "last line blank: {}", ctx());
+                let mut copies = 0u64;
+                for line in &lines {
+                    let line = trim_trailing_ws(line);
+                    assert!(line.is_empty() || line == content, "a different line inside: {}", ctx());
+                    copies += u64::from(!line.is_empty());
+                }
+                assert_eq!(f.period, content.len() as u64, "{}", ctx());
+                let shown = &content[content.len() - content.len().min(window - 1)..];
+                assert_eq!(f.block, shown, "block is not the line (or its tail): {}", ctx());
+                let need = u64::from(rules.required_lines(BlockKind::of(content)));
+                assert_eq!((f.repeats, copies), (need, need), "not where the rule first holds: {}", ctx());
+                // The streak starts here: the previous non-blank line (if any) differs.
+                if start > 0 {
+                    let before: Vec<&[u32]> = units[..start - 1].split(|&u| u == NEWLINE).collect();
+                    let previous = before.iter().rev().map(|l| trim_trailing_ws(l)).find(|l| !l.is_empty());
+                    assert!(previous != Some(content), "streak starts earlier: {}", ctx());
+                }
+            }
+        }
+        if i > 0 {
+            let prev = &found[i - 1];
+            assert!(prev.detected_at < f.detected_at, "findings out of order: {}", ctx());
+            assert!(anchor(f) >= prev.detected_at, "overlaps the previous finding's claim: {}", ctx());
+        }
+    }
+}
+
+#[cfg(feature = "oracle")]
+fn compare_with_oracle(units: &[u32], rules: &Rules, window: usize, found: &[Finding]) {
+    let n = units.len() as u64;
+    if n * n.min(u64::from(rules.max_long_period)) > 40_000_000 {
+        return;
+    }
+    let mut expected = loopbreak::oracle::scan(units, rules);
+    for f in &mut expected {
+        // Documented: a line longer than the window is reported by its tail.
+        if f.rule == Rule::IdenticalLines && f.block.len() > window - 1 {
+            f.block.drain(..f.block.len() - (window - 1));
+        }
+    }
+    assert_eq!(found, expected, "detector != oracle on {}", show(units));
+}
+
+#[cfg(not(feature = "oracle"))]
+fn compare_with_oracle(_: &[u32], _: &Rules, _: usize, _: &[Finding]) {}
+
+fn feed_chunks(rules: &Rules, units: &[u32], cuts: &[usize]) -> (Vec<Finding>, Detector) {
+    let mut detector = Detector::new(*rules);
+    let mut out = Vec::new();
+    let mut at = 0;
+    let mut k = 0;
+    while at < units.len() {
+        let len = if cuts.is_empty() { units.len() } else { cuts[k % cuts.len()] };
+        k += 1;
+        let next = (at + len).min(units.len());
+        let before = out.len();
+        detector.feed_units(&units[at..next], &mut out);
+        // A feed reports exactly the findings whose rule first held inside it.
+        assert!(out[before..].iter().all(|f| f.detected_at > at as u64 && f.detected_at <= next as u64));
+        at = next;
+        if len == 0 && k > units.len() + cuts.len() {
+            break; // only empty chunks: nothing more to learn
+        }
+    }
+    if at < units.len() {
+        detector.feed_units(&units[at..], &mut out);
+    }
+    (out, detector)
+}
+
+fn skip_for_open_bugs(units: &[u32], rules: &Rules) -> bool {
+    MASK_KNOWN_BUGS
+        && (known_bugs::line_outgrows_window(units, Detector::new(*rules).window_len())
+            || known_bugs::span_outgrows_window(rules))
+}
+
+/// Streaming in any chunking equals one feed equals `scan`.
+pub fn check_chunking(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let rules = small_valid_rules(&mut u);
+    let text = below(&mut u, 2) == 0;
+    let cuts: Vec<usize> = (0..below(&mut u, 17))
+        .map(|_| match below(&mut u, 4) {
+            0 => below(&mut u, 3),
+            1 | 2 => below(&mut u, 32),
+            _ => below(&mut u, 5000),
+        })
+        .collect();
+    let units = generate_units(&mut u, text);
+    if skip_for_open_bugs(&units, &rules) {
+        return;
+    }
+    let whole = scan_units(&units, &rules);
+    let (chunked, detector) = feed_chunks(&rules, &units, &cuts);
+    assert_eq!(chunked, whole, "chunking {cuts:?} changed the findings of {}", show(&units));
+    assert_eq!(detector.units_seen(), units.len() as u64);
+    assert_eq!(detector.finding(), whole.first());
+
+    let mut one = Detector::new(rules);
+    let mut pushed = Vec::new();
+    for &unit in &units {
+        one.push(unit, &mut pushed);
+    }
+    assert_eq!(pushed, whole, "one unit at a time: {}", show(&units));
+
+    // A detector cloned mid-stream carries on exactly like the original; a reset one is new.
+    let split = cuts.first().map_or(units.len() / 2, |&c| c.min(units.len()));
+    let mut first = Detector::new(rules);
+    let mut out = Vec::new();
+    first.feed_units(&units[..split], &mut out);
+    let mut second = first.clone();
+    let mut out2 = out.clone();
+    first.feed_units(&units[split..], &mut out);
+    second.feed_units(&units[split..], &mut out2);
+    assert_eq!((&out, &out2), (&whole, &whole), "clone at {split}: {}", show(&units));
+    first.reset();
+    let mut again = Vec::new();
+    first.feed_units(&units, &mut again);
+    assert_eq!(again, whole, "after reset: {}", show(&units));
+
+    if text {
+        let s = to_string(&units);
+        assert_eq!(scan_str(&s, &rules), whole, "scan_str != scan_units on {}", show(&units));
+        let mut d = Detector::new(rules);
+        let mut out = Vec::new();
+        let bounds: Vec<usize> = s.char_indices().map(|(i, _)| i).chain([s.len()]).collect();
+        let mut at = 0;
+        for &cut in cuts.iter().cycle().take(if cuts.is_empty() { 0 } else { units.len() + cuts.len() }) {
+            let next = (at + cut).min(units.len());
+            d.feed_str(&s[bounds[at]..bounds[next]], &mut out);
+            at = next;
+        }
+        d.feed_str(&s[bounds[at]..], &mut out);
+        assert_eq!(out, whole, "feed_str in chunks {cuts:?}: {}", show(&units));
+    }
+    check_findings(&units, &rules, detector.window_len(), &whole);
+    compare_with_oracle(&units, &rules, detector.window_len(), &whole);
+}
+
+/// Raw bytes as text (lossy UTF-8) or as token ids: `scan_str`, `scan_units` and a streamed
+/// detector agree, and the findings are sound.
+pub fn check_scan(data: &[u8]) {
+    let Some((&head, rest)) = data.split_first() else {
+        return;
+    };
+    let rules = [DEFAULT_RULES, SMALL, LOW][usize::from(head % 3)];
+    let (units, text): (Vec<u32>, Option<String>) = match (head / 3) % 3 {
+        0 => {
+            let s = String::from_utf8_lossy(rest).into_owned();
+            (s.chars().map(u32::from).collect(), Some(s))
+        }
+        // Token ids: small ones (16-bit, many repeats) and any u32.
+        1 => (rest.chunks(2).map(|c| u32::from(c[0]) | u32::from(*c.get(1).unwrap_or(&0)) << 8).collect(), None),
+        _ => (rest.chunks(4).map(|c| c.iter().rev().fold(0u32, |acc, &b| acc << 8 | u32::from(b))).collect(), None),
+    };
+    if skip_for_open_bugs(&units, &rules) {
+        return;
+    }
+    let found = scan_units(&units, &rules);
+    if let Some(s) = &text {
+        assert_eq!(scan_str(s, &rules), found, "scan_str != scan_units on {}", show(&units));
+    }
+    let mut detector = Detector::new(rules);
+    let mut streamed = Vec::new();
+    for chunk in units.chunks(7) {
+        detector.feed_units(chunk, &mut streamed);
+    }
+    assert_eq!(streamed, found, "streamed != scan on {}", show(&units));
+    check_findings(&units, &rules, detector.window_len(), &found);
+    compare_with_oracle(&units, &rules, detector.window_len(), &found);
+}
+
+/// The marker `trim_units` leaves where it removed units (the format documented in
+/// `_core.pyi`: `[loopbreak: removed N units: "block" repeated R more times (rule)]`).
+pub fn expected_marker(removal: &Removal, more_follows: bool) -> Vec<u32> {
+    let block: String = removal.finding.block.iter().filter_map(|&u| char::from_u32(u)).collect();
+    let mut preview: String = block.chars().take(60).collect::<String>().escape_debug().to_string();
+    if block.chars().count() > 60 {
+        preview.push('…');
+    }
+    let what = if removal.finding.rule == Rule::IdenticalLines { "lines" } else { "times" };
+    let mut s = String::new();
+    write!(
+        s,
+        "\n[loopbreak: removed {} units: \"{preview}\" repeated {} more {what} ({})]",
+        removal.end - removal.start,
+        removal.repeats,
+        removal.finding.rule
+    )
+    .unwrap();
+    if more_follows {
+        s.push('\n');
+    }
+    s.chars().map(u32::from).collect()
+}
+
+/// `trim_units(units, rules, keep)` keeps every unit outside its removals, in place; each
+/// removal is repetition only, after `keep` kept copies, up to where the repetition ends; clean
+/// text comes back unchanged.
+pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed) {
+    let n = units.len();
+    let found = scan_units(units, rules);
+    let ctx = |what: &str| format!("{what}: keep={keep}, {} -> {}", show(units), show(&trimmed.units));
+    if found.is_empty() {
+        assert_eq!(trimmed.units, units, "{}", ctx("clean text changed"));
+    }
+    let mut expected = Vec::with_capacity(n);
+    let mut cursor = 0usize;
+    let mut findings = found.iter();
+    for r in &trimmed.removals {
+        let f = &r.finding;
+        assert!(findings.any(|g| g == f), "{}", ctx("a removal's finding is not one of scan's, in order"));
+        let (start, end, p) = (r.start as usize, r.end as usize, f.period as usize);
+        assert!(cursor <= start && start < end && end <= n, "{}", ctx("removals overlap or out of range"));
+        assert!(r.end >= f.detected_at, "{}", ctx("removal ends before the evidence"));
+        match f.rule {
+            Rule::PeriodicRun | Rule::LongBlock => {
+                let kept_end = u128::from(f.start) + u128::from(keep) * u128::from(f.period);
+                assert!(u128::from(r.start) >= kept_end, "{}", ctx("fewer than `keep` copies kept"));
+                assert!((start..end).all(|i| units[i] == units[i - p]), "{}", ctx("removed a non-repeat"));
+                assert!(end == n || units[end] != units[end - p], "{}", ctx("repetition left after the removal"));
+                assert_eq!(r.repeats, (r.end - r.start).div_ceil(f.period), "{}", ctx("repeats"));
+            }
+            Rule::IdenticalLines => {
+                let first = units[f.start as usize..].split(|&u| u == NEWLINE).next().unwrap_or(&[]);
+                let content = trim_trailing_ws(first);
+                let kept = units[f.start as usize..start]
+                    .split(|&u| u == NEWLINE)
+                    .filter(|l| !trim_trailing_ws(l).is_empty())
+                    .count() as u64;
+                assert!(kept >= keep, "{}", ctx("fewer than `keep` lines kept"));
+                assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
+                let removed: Vec<&[u32]> = units[start..end].split(|&u| u == NEWLINE).collect();
+                let terminated = units[end - 1] == NEWLINE;
+                for (k, line) in removed.iter().enumerate() {
+                    let last = k + 1 == removed.len();
+                    if last && terminated {
+                        assert!(line.is_empty());
+                        continue;
+                    }
+                    let line_ok = trim_trailing_ws(line).is_empty()
+                        || trim_trailing_ws(line) == content
+                        || (last && !terminated && end == n && content.starts_with(line));
+                    assert!(line_ok, "{}", ctx("removed a different line"));
+                }
+                assert!(r.repeats >= 1, "{}", ctx("repeats"));
+            }
+        }
+        expected.extend_from_slice(&units[cursor..start]);
+        expected.extend(expected_marker(r, end < n));
+        cursor = end;
+    }
+    expected.extend_from_slice(&units[cursor..]);
+    assert!(trimmed.units == expected, "{}", ctx("the text outside the removals is not kept exactly"));
+}
+
+fn arbitrary_keep(u: &mut Unstructured<'_>) -> u64 {
+    let keep = match below(u, 6) {
+        0..=2 => 1 + below(u, 5) as u64,
+        3 => 1 + u64::from(byte(u)),
+        4 => [1 << 32, 1 << 62, 1 << 63, u64::MAX / 3, u64::MAX - 1, u64::MAX][below(u, 6)],
+        _ => u.arbitrary::<u64>().unwrap_or(1).max(1),
+    };
+    if MASK_KNOWN_BUGS && known_bugs::keep_overflows(keep) {
+        1 + keep % 7
+    } else {
+        keep
+    }
+}
+
+/// `trim_units` keeps the clean text: see `check_trimmed`.
+pub fn check_trim(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let rules = small_valid_rules(&mut u);
+    let keep = arbitrary_keep(&mut u);
+    let text = below(&mut u, 2) == 0;
+    let units = generate_units(&mut u, text);
+    if skip_for_open_bugs(&units, &rules) {
+        return;
+    }
+    let trimmed = trim_units(&units, &rules, keep);
+    check_trimmed(&units, &rules, keep, &trimmed);
+}
+
+/// Arbitrary rule values: `validate` never panics and explains a refusal; valid rules keep the
+/// window bounded, and the detector fed a generated text and the longest run the rules ask for
+/// never panics and reports sound findings.
+pub fn check_rules(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let rules = arbitrary_rules(&mut u);
+    if let Err(error) = rules.validate() {
+        assert!(!error.0.is_empty() && !error.to_string().is_empty());
+        return;
+    }
+    let detector = Detector::new(rules);
+    let window = detector.window_len();
+    if MASK_KNOWN_BUGS && known_bugs::window_too_large(&rules) {
+        return;
+    }
+    assert!(window <= WINDOW_BOUND, "valid rules need a window of {window} units: {rules:?}");
+    for p in [1, 2, rules.max_period, rules.max_period + 1, rules.max_long_period] {
+        for kind in [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code] {
+            let span = rules.required_span(p, kind);
+            assert!(span >= u64::from(p) * 2 && span >= 32, "span {span} for period {p} {kind:?}: {rules:?}");
+            let _ = rules.least_required_span(p);
+            let _ = rules.required_lines(kind);
+        }
+    }
+    let text = below(&mut u, 2) == 0;
+    let units = generate_units(&mut u, text);
+    let mut runs: Vec<Vec<u32>> = vec![units];
+    // The longest span one of these blocks needs, if it is affordable.
+    for block in [" ", "-", "ab", "0,", "- - ", "the cat sat "] {
+        let block: Vec<u32> = block.chars().map(u32::from).collect();
+        let need = rules.required_span(block.len() as u32, BlockKind::of(&block)) as usize;
+        if need <= 1 << 18 && !(MASK_KNOWN_BUGS && need + 2 > window) {
+            let mut run = vec!['x' as u32];
+            while run.len() < need + 2 * block.len() + 1 {
+                run.extend_from_slice(&block);
+            }
+            runs.push(run);
+        }
+    }
+    for units in runs {
+        if MASK_KNOWN_BUGS && known_bugs::line_outgrows_window(&units, window) {
+            continue;
+        }
+        let found = scan_units(&units, &rules);
+        check_findings(&units, &rules, window, &found);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replay of the kept corpus and of the bug reproducers, with stable Rust.
+
+#[cfg(test)]
+mod replay {
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+    use std::path::{Path, PathBuf};
+
+    type Check = fn(&[u8]);
+
+    const TARGETS: [(&str, Check); 4] = [
+        ("chunking", super::check_chunking),
+        ("scan", super::check_scan),
+        ("trim", super::check_trim),
+        ("rules", super::check_rules),
+    ];
+
+    /// Bugs found by fuzzing and still open: their reproducers (`regressions/<target>/<bug>-*`)
+    /// must still fail. When one passes, the bug is fixed: remove it from this list (the file
+    /// then replays as a normal regression case that must pass).
+    const OPEN_BUGS: [&str; 0] = [];
+
+    fn files(dir: &Path) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
+            Ok(entries) => entries.map(|e| e.expect("readable dir").path()).filter(|p| p.is_file()).collect(),
+            Err(_) => Vec::new(),
+        };
+        files.sort();
+        files
+    }
+
+    fn replays(dir: &str, check: Check) -> Vec<(PathBuf, Result<(), String>)> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        files(&root.join(dir))
+            .into_iter()
+            .map(|path| {
+                let data = std::fs::read(&path).expect("readable corpus file");
+                let result = catch_unwind(AssertUnwindSafe(|| check(&data))).map_err(|panic| {
+                    panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default()
+                });
+                (path, result)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn corpus_replays_clean() {
+        let mut count = 0;
+        let mut failures = Vec::new();
+        for (target, check) in TARGETS {
+            let results = replays(&format!("corpus/{target}"), check);
+            assert!(!results.is_empty(), "no corpus for {target}");
+            count += results.len();
+            for (path, result) in results {
+                if let Err(message) = result {
+                    failures.push(format!("{}: {message:.600}", path.display()));
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{} of {count} corpus files fail:\n{}", failures.len(), failures.join("\n"));
+    }
+
+    #[test]
+    fn bug_reproducers_fail_exactly_while_their_bug_is_open() {
+        let mut problems = Vec::new();
+        for (target, check) in TARGETS {
+            for (path, result) in replays(&format!("regressions/{target}"), check) {
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                let open = OPEN_BUGS.iter().find(|bug| name.starts_with(*bug));
+                match (open, result) {
+                    (Some(_), Err(_)) | (None, Ok(())) => {}
+                    (Some(bug), Ok(())) => problems.push(format!("{name}: passes, so {bug} looks fixed: remove it from OPEN_BUGS")),
+                    (None, Err(message)) => problems.push(format!("{name}: regression: {message:.600}")),
+                }
+            }
+        }
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+}

@@ -1,0 +1,47 @@
+//! Scanning many texts at once on all cores (or a given number of threads).
+
+use rayon::prelude::*;
+
+use crate::detector::scan_str;
+use crate::finding::Finding;
+use crate::rules::Rules;
+
+/// The findings of every text, in order, scanned in parallel. `threads` of `None` uses rayon's
+/// global pool (one thread per core).
+pub fn scan_many(texts: &[&str], rules: &Rules, threads: Option<usize>) -> Vec<Vec<Finding>> {
+    map_parallel(texts, |text| scan_str(text, rules), threads)
+}
+
+/// `scan` applied to every item in parallel, results in order.
+pub fn map_parallel<T: Sync>(
+    items: &[T],
+    scan: impl Fn(&T) -> Vec<Finding> + Sync,
+    threads: Option<usize>,
+) -> Vec<Vec<Finding>> {
+    let run = || items.par_iter().map(&scan).collect();
+    match threads {
+        None => run(),
+        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
+            Ok(pool) => pool.install(run),
+            // A pool that cannot start (no threads left) still gets the work done, serially.
+            Err(_) => items.iter().map(&scan).collect(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DEFAULT_RULES;
+
+    #[test]
+    fn same_findings_as_one_by_one_whatever_the_threads() {
+        let owned: Vec<String> = (0..50).map(|i| format!("text {i}: {}", "loop ".repeat(i * 3))).collect();
+        let texts: Vec<&str> = owned.iter().map(String::as_str).collect();
+        let expected: Vec<Vec<Finding>> = texts.iter().map(|t| scan_str(t, &DEFAULT_RULES)).collect();
+        assert!(expected.iter().any(|f| !f.is_empty()) && expected.iter().any(Vec::is_empty));
+        for threads in [None, Some(1), Some(2)] {
+            assert_eq!(scan_many(&texts, &DEFAULT_RULES, threads), expected);
+        }
+    }
+}
