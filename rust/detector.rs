@@ -13,6 +13,7 @@
 
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
+use crate::window::Window;
 use crate::rules::{KindCounts, Rules, FINGERPRINT_UNITS};
 
 const K: u64 = FINGERPRINT_UNITS as u64;
@@ -27,10 +28,11 @@ pub struct Detector {
     /// trailing zero bits.
     due_upto: [u32; 65],
     window: Window,
-    /// Fingerprints of recent units, `fingerprints[i - fp_base]` for unit `i`.
-    fingerprints: Vec<u32>,
-    fp_base: u64,
-    fp_keep: usize,
+    /// Fingerprints of the last units in a ring (a power of two longer than the longest
+    /// period), `fingerprints[i & fp_mask]` for unit `i`; 16 bits each: a false match only costs
+    /// a 16-unit comparison.
+    fingerprints: Vec<u16>,
+    fp_mask: usize,
     fingerprint: u32,
     /// `FP_BASE^K`, to drop the unit leaving the fingerprint.
     fp_out: u32,
@@ -67,37 +69,6 @@ struct Candidate {
     tracker: Option<usize>,
 }
 
-/// The last `len` units, in a ring.
-#[derive(Clone, Debug, Default)]
-struct Window {
-    buf: Vec<u32>,
-    len: usize,
-    /// Where the next unit goes.
-    head: usize,
-}
-
-impl Window {
-    fn push(&mut self, unit: u32) {
-        if self.buf.is_empty() {
-            self.buf = vec![0; self.len];
-        }
-        self.buf[self.head] = unit;
-        self.head += 1;
-        if self.head == self.len {
-            self.head = 0;
-        }
-    }
-
-    /// The unit `back` places before the newest (`back == 0` is the newest).
-    #[inline]
-    fn back(&self, back: u64) -> u32 {
-        debug_assert!((back as usize) < self.len);
-        let back = back as usize + 1;
-        let idx = if self.head >= back { self.head - back } else { self.head + self.len - back };
-        self.buf[idx]
-    }
-}
-
 impl Detector {
     /// A detector with the given rules (which must have passed [`Rules::validate`]).
     pub fn new(rules: Rules) -> Detector {
@@ -112,9 +83,10 @@ impl Detector {
         for p in (1..=max_long).rev() {
             room = room.min(least[p as usize] - u64::from(p) - K + 1);
             let tier = room.ilog2() as usize;
-            for due in &mut due_upto[tier..] {
-                *due = (*due).max(p);
-            }
+            due_upto[tier] = due_upto[tier].max(p);
+        }
+        for tier in 1..due_upto.len() {
+            due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
         }
         let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2) as usize;
         let mut fp_out = 1u32;
@@ -124,10 +96,9 @@ impl Detector {
         Detector {
             rules,
             due_upto,
-            window: Window { len: window_len, ..Window::default() },
+            window: Window::new(window_len),
             fingerprints: Vec::new(),
-            fp_base: 0,
-            fp_keep: max_long as usize + 1,
+            fp_mask: (max_long as usize + 1).next_power_of_two() - 1,
             fingerprint: 0,
             fp_out,
             trackers: Vec::new(),
@@ -156,7 +127,7 @@ impl Detector {
 
     /// Units of history the detector keeps: a line longer than this is reported by its tail.
     pub fn window_len(&self) -> usize {
-        self.window.len
+        self.window.len()
     }
 
     /// Forgets everything, as if new.
@@ -188,7 +159,7 @@ impl Detector {
         if !self.trackers.is_empty() {
             self.follow_trackers(x, unit);
         }
-        if let Some(event) = self.lines.push(x, unit) {
+        if let Some(event) = self.lines.push(x, unit, &self.window) {
             self.on_line(x, event);
         }
         if !self.claim_running && x >= K {
@@ -207,11 +178,10 @@ impl Detector {
             fp = fp.wrapping_sub(self.fp_out.wrapping_mul(leaving.wrapping_add(1)));
         }
         self.fingerprint = fp;
-        if self.fingerprints.len() == 2 * self.fp_keep {
-            self.fingerprints.drain(..self.fp_keep);
-            self.fp_base += self.fp_keep as u64;
+        if self.fingerprints.is_empty() {
+            self.fingerprints = vec![0; self.fp_mask + 1];
         }
-        self.fingerprints.push(fp);
+        self.fingerprints[x as usize & self.fp_mask] = (fp >> 16) as u16;
     }
 
     fn follow_trackers(&mut self, x: u64, unit: u32) {
@@ -271,7 +241,7 @@ impl Detector {
             LineEvent::NewStreak => self.line_claim = false,
             LineEvent::Reached { start, line_start, period, repeats } => {
                 // A line longer than the window is reported by its tail.
-                let block_len = period.min(self.window.len as u64 - 1);
+                let block_len = period.min(self.window.len() as u64 - 1);
                 let first_back = x - (line_start + period - block_len);
                 let finding = Finding {
                     rule: Rule::IdenticalLines,
@@ -311,19 +281,27 @@ impl Detector {
         if due == 0 {
             return;
         }
-        let here = (x - self.fp_base) as usize;
+        let here = x as usize & self.fp_mask;
         let target = self.fingerprints[here];
-        let older = &self.fingerprints[here - due as usize..here];
-        const LANES: usize = 16;
+        // Units x - due ..= x - 1 in the ring: one slice, or two where it wraps.
+        let oldest = (x - due) as usize & self.fp_mask;
+        let (first, second) = if oldest < here {
+            (&self.fingerprints[oldest..here], &[][..])
+        } else {
+            (&self.fingerprints[oldest..], &self.fingerprints[..here])
+        };
         let mut hits: Vec<u64> = Vec::new();
-        for (c, chunk) in older.chunks(LANES).enumerate() {
-            // Branch-free test of the whole chunk, so the compiler can vectorise it.
-            if !chunk.iter().fold(false, |any, &f| any | (f == target)) {
-                continue;
-            }
-            for (j, &f) in chunk.iter().enumerate() {
-                if f == target {
-                    hits.push(due - (c * LANES + j) as u64);
+        for (offset, part) in [(0, first), (first.len(), second)] {
+            const LANES: usize = 32;
+            for (c, chunk) in part.chunks(LANES).enumerate() {
+                // Branch-free test of the whole chunk, so the compiler can vectorise it.
+                if !chunk.iter().fold(false, |any, &f| any | (f == target)) {
+                    continue;
+                }
+                for (j, &f) in chunk.iter().enumerate() {
+                    if f == target {
+                        hits.push(due - (offset + c * LANES + j) as u64);
+                    }
                 }
             }
         }
@@ -341,7 +319,7 @@ impl Detector {
             return;
         }
         // Trace the run back: `first` is its first unit equal to the one `p` before it.
-        let oldest = self.units_seen - self.units_seen.min(self.window.len as u64);
+        let oldest = self.units_seen - self.units_seen.min(self.window.len() as u64);
         let floor = p.max(oldest + p);
         let mut first = x + 1 - K;
         while first > floor && self.unit_at(x, first - 1) == self.unit_at(x, first - 1 - p) {

@@ -13,6 +13,7 @@ mod lines;
 mod rules;
 mod streams;
 mod trim;
+mod window;
 
 #[cfg(feature = "python")]
 mod python;
