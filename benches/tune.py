@@ -121,8 +121,8 @@ def loops_report() -> None:
         print(f"  {label}: {sum(1 for _, fs in hits if fs)}/{len(subset)} flagged")
         for r, fs in hits:
             first = fs[0] if fs else None
-            found = f"{first.rule} p={first.period} at {first.detected_at} (loop starts {r['start']})" if first else "-"
-            print(f"    {r['id']:13} p={r['period']} x{r['repeats']} streak={r['identical_line_streak']}: {found}")
+            shown = f"{first.rule} p={first.period} at {first.detected_at} (loop starts {r['start']})" if first else "-"
+            print(f"    {r['id']:13} p={r['period']} x{r['repeats']} streak={r['identical_line_streak']}: {shown}")
 
 
 def main() -> None:

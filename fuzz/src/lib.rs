@@ -284,6 +284,15 @@ pub mod known_bugs {
     pub fn keep_overflows(keep: u64) -> bool {
         keep > 1 << 32
     }
+
+    /// bug-slow-runs: a run of one unit that stays below its rule is traced back over its
+    /// whole length for every period due at every sampled unit, before the period is dismissed
+    /// as a power of 1: ~11 us/unit at the defaults for `-` runs of 500, ~100 us/unit for
+    /// whitespace runs of 20,000 under `whitespace_min_span=65536` (clean text: ~50 ns/unit).
+    /// Found as a slow unit (libFuzzer `-timeout`); masked by not feeding runs this long.
+    pub fn slow_run(need: usize) -> bool {
+        need > 4096
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -658,7 +667,8 @@ pub fn check_rules(data: &[u8]) {
     for block in [" ", "-", "ab", "0,", "- - ", "the cat sat "] {
         let block: Vec<u32> = block.chars().map(u32::from).collect();
         let need = rules.required_span(block.len() as u32, BlockKind::of(&block)) as usize;
-        if need <= 1 << 18 && !(MASK_KNOWN_BUGS && need + 2 > window) {
+        let masked = MASK_KNOWN_BUGS && (need + 2 > window || known_bugs::slow_run(need));
+        if need <= 1 << 18 && !masked {
             let mut run = vec!['x' as u32];
             while run.len() < need + 2 * block.len() + 1 {
                 run.extend_from_slice(&block);
@@ -695,7 +705,68 @@ mod replay {
     /// Bugs found by fuzzing and still open: their reproducers (`regressions/<target>/<bug>-*`)
     /// must still fail. When one passes, the bug is fixed: remove it from this list (the file
     /// then replays as a normal regression case that must pass).
-    const OPEN_BUGS: [&str; 0] = [];
+    const OPEN_BUGS: [&str; 4] = ["bug-lines-window", "bug-span-window", "bug-rules-window", "bug-trim-keep-overflow"];
+
+    /// Reproducers written by hand (the fuzzer finds these too, but not in a few seconds), by
+    /// the same checks the targets run.
+    fn handmade_cases() -> Vec<(&'static str, Box<dyn Fn()>)> {
+        use super::*;
+        fn units(s: &str) -> Vec<u32> {
+            s.chars().map(u32::from).collect()
+        }
+        fn scan_checked(text: &[u32], rules: Rules) {
+            let found = scan_units(text, &rules);
+            check_findings(text, &rules, Detector::new(rules).window_len(), &found);
+        }
+        vec![
+            // 25 identical 20,000-unit lines with one trailing space, at the defaults.
+            ("bug-lines-window-defaults", Box::new(|| {
+                let line: String = (0..20_000u32).map(|i| char::from(b'a' + (i * 7 % 26) as u8)).collect();
+                scan_checked(&units(&format!("{line} \n").repeat(25)), DEFAULT_RULES);
+            })),
+            // A 5-unit block of one visible char needs 200 units: more than LOW's window.
+            ("bug-span-window-single-char", Box::new(|| {
+                let rules = Rules { single_char_min_span: 200, ..LOW };
+                scan_checked(&units(&format!("x{}", "-    ".repeat(50))), rules);
+            })),
+            ("bug-span-window-whitespace", Box::new(|| {
+                let rules = Rules { whitespace_min_span: 200, ..LOW };
+                scan_checked(&units(&format!("x{}", " ".repeat(210))), rules);
+            })),
+            // Valid rules whose window is 2^40 units (the first push aborts the process).
+            ("bug-rules-window-2-40", Box::new(|| {
+                let m = 1 << 24;
+                let rules = Rules { max_long_period: 65_536, long_min_repeats: m, min_repeats: m, code_min_repeats: m, ..DEFAULT_RULES };
+                rules.validate().expect("valid");
+                assert!(Detector::new(rules).window_len() <= WINDOW_BOUND, "window {}", Detector::new(rules).window_len());
+            })),
+            // keep * period wraps: keep=2^62, period 4.
+            ("bug-trim-keep-overflow-abc", Box::new(|| {
+                let text = units(&"abc ".repeat(100));
+                let keep = 1 << 62;
+                check_trimmed(&text, &DEFAULT_RULES, keep, &trim_units(&text, &DEFAULT_RULES, keep));
+            })),
+        ]
+    }
+
+    fn message(panic: Box<dyn std::any::Any + Send>) -> String {
+        panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_default()
+    }
+
+    /// Whether a reproducer's outcome is the expected one; prints how open bugs still fail.
+    fn judge(name: &str, result: Result<(), String>, problems: &mut Vec<String>) {
+        let open = OPEN_BUGS.iter().find(|bug| name.starts_with(*bug));
+        match (open, result) {
+            (None, Ok(())) => {}
+            (Some(_), Err(message)) => eprintln!("open bug, still fails as expected: {name}: {message:.300}"),
+            (Some(bug), Ok(())) => problems.push(format!("{name}: passes, so {bug} looks fixed: remove it from OPEN_BUGS")),
+            (None, Err(message)) => problems.push(format!("{name}: regression: {message:.600}")),
+        }
+    }
 
     fn files(dir: &Path) -> Vec<PathBuf> {
         let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {
@@ -712,13 +783,7 @@ mod replay {
             .into_iter()
             .map(|path| {
                 let data = std::fs::read(&path).expect("readable corpus file");
-                let result = catch_unwind(AssertUnwindSafe(|| check(&data))).map_err(|panic| {
-                    panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default()
-                });
+                let result = catch_unwind(AssertUnwindSafe(|| check(&data))).map_err(message);
                 (path, result)
             })
             .collect()
@@ -746,14 +811,11 @@ mod replay {
         let mut problems = Vec::new();
         for (target, check) in TARGETS {
             for (path, result) in replays(&format!("regressions/{target}"), check) {
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                let open = OPEN_BUGS.iter().find(|bug| name.starts_with(*bug));
-                match (open, result) {
-                    (Some(_), Err(_)) | (None, Ok(())) => {}
-                    (Some(bug), Ok(())) => problems.push(format!("{name}: passes, so {bug} looks fixed: remove it from OPEN_BUGS")),
-                    (None, Err(message)) => problems.push(format!("{name}: regression: {message:.600}")),
-                }
+                judge(&path.file_name().unwrap().to_string_lossy(), result, &mut problems);
             }
+        }
+        for (name, case) in handmade_cases() {
+            judge(name, catch_unwind(AssertUnwindSafe(case)).map_err(message), &mut problems);
         }
         assert!(problems.is_empty(), "{}", problems.join("\n"));
     }

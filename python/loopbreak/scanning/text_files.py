@@ -1,0 +1,29 @@
+"""Plain text files: each file is one row. Its cleaned copy is the trimmed text, and the very
+same bytes where nothing was found (the marker in the text says what was removed)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+from loopbreak.scanning.atomic import cleaned_copy
+from loopbreak.scanning.findings import scan_batch
+from loopbreak.scanning.report import Report
+from loopbreak.scanning.sources import STDIN, Source
+
+
+def scan(source: Source, report: Report, advance: Callable[[float], None]) -> None:
+    data = sys.stdin.buffer.read() if source.path == STDIN else source.path.read_bytes()
+    # Undecodable bytes become lone surrogates: one unit each, so offsets still index the text,
+    # and they encode back to the same bytes.
+    text = data.decode("utf-8", errors="surrogateescape")
+    found = scan_batch([text])
+    report.scanned(1)
+    report.add(found, lambda row: {"path": str(source.path)})
+    if source.dest is not None:
+        with cleaned_copy(source) as pending:
+            if found.trimmed:
+                pending.wanted = True
+                data = found.trimmed[0].text.encode("utf-8", errors="surrogateescape")
+            pending.path.write_bytes(data)
+    advance(1.0)
