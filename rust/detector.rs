@@ -11,10 +11,12 @@
 //! Clean text costs a few operations per unit whatever `max_long_period` is, and no run that can
 //! reach its rule is missed, so findings and offsets are exact.
 
+use std::sync::OnceLock;
+
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
+use crate::rules::{KindCounts, Rules, DEFAULT_RULES, FINGERPRINT_UNITS};
 use crate::window::Window;
-use crate::rules::{KindCounts, Rules, FINGERPRINT_UNITS};
 
 const K: u64 = FINGERPRINT_UNITS as u64;
 /// Odd multiplier of the rolling fingerprint (wrapping arithmetic).
@@ -49,6 +51,36 @@ pub struct Detector {
     candidates: Vec<Candidate>,
 }
 
+/// What the rules imply for sampling and memory, worked out once per set of rules.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    due_upto: [u32; 65],
+    window_len: usize,
+}
+
+impl Plan {
+    fn new(rules: &Rules) -> Plan {
+        let max_long = rules.max_long_period;
+        let least: Vec<u64> = (0..=max_long).map(|p| if p == 0 { 0 } else { rules.least_required_span(p) }).collect();
+        // Sampling spacing of each period: room for a sampled unit inside every run before it can
+        // reach its rule, made non-decreasing in the period so the periods due at a unit form one
+        // range. A period is sampled at multiples of the largest power of two within its room.
+        let mut due_upto = [0u32; 65];
+        let mut room = u64::MAX;
+        for p in (1..=max_long).rev() {
+            room = room.min(least[p as usize] - u64::from(p) - K + 1);
+            let tier = room.ilog2() as usize;
+            due_upto[tier] = due_upto[tier].max(p);
+        }
+        for tier in 1..due_upto.len() {
+            due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
+        }
+        // The window holds every run until it can reach its rule, and the longest block.
+        let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
+        Plan { due_upto, window_len: window_len as usize }
+    }
+}
+
 /// Follows one periodic run, unit by unit, once sampling has seen it.
 #[derive(Clone, Debug)]
 struct Tracker {
@@ -73,32 +105,16 @@ impl Detector {
     /// A detector with the given rules (which must have passed [`Rules::validate`]).
     pub fn new(rules: Rules) -> Detector {
         debug_assert!(rules.validate().is_ok());
-        let max_long = rules.max_long_period;
-        let least: Vec<u64> = (0..=max_long).map(|p| if p == 0 { 0 } else { rules.least_required_span(p) }).collect();
-        // Sampling spacing of each period: room for a sampled unit inside every run before it can
-        // reach its rule, made non-decreasing in the period so the periods due at a unit form one
-        // range. A period is sampled at multiples of the largest power of two within its room.
-        let mut due_upto = [0u32; 65];
-        let mut room = u64::MAX;
-        for p in (1..=max_long).rev() {
-            room = room.min(least[p as usize] - u64::from(p) - K + 1);
-            let tier = room.ilog2() as usize;
-            due_upto[tier] = due_upto[tier].max(p);
-        }
-        for tier in 1..due_upto.len() {
-            due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
-        }
-        let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2) as usize;
-        let mut fp_out = 1u32;
-        for _ in 0..K {
-            fp_out = fp_out.wrapping_mul(FP_BASE);
-        }
+        // Working out the plan takes ~100 us; the default rules' is worked out once.
+        static DEFAULT_PLAN: OnceLock<Plan> = OnceLock::new();
+        let plan = if rules == DEFAULT_RULES { *DEFAULT_PLAN.get_or_init(|| Plan::new(&rules)) } else { Plan::new(&rules) };
+        let fp_out = (0..K).fold(1u32, |power, _| power.wrapping_mul(FP_BASE));
         Detector {
             rules,
-            due_upto,
-            window: Window::new(window_len),
+            due_upto: plan.due_upto,
+            window: Window::new(plan.window_len),
             fingerprints: Vec::new(),
-            fp_mask: (max_long as usize + 1).next_power_of_two() - 1,
+            fp_mask: (rules.max_long_period as usize + 1).next_power_of_two() - 1,
             fingerprint: 0,
             fp_out,
             trackers: Vec::new(),
