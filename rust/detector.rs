@@ -153,21 +153,37 @@ impl Detector {
 
     /// Feeds text; pushes the findings whose rule first held inside it onto `out`.
     pub fn feed_str(&mut self, text: &str, out: &mut Vec<Finding>) {
+        self.allocate();
         for ch in text.chars() {
-            self.push(u32::from(ch), out);
+            self.step(u32::from(ch), out);
         }
     }
 
     /// Feeds units (code points, or token ids); pushes new findings onto `out`.
     pub fn feed_units(&mut self, units: &[u32], out: &mut Vec<Finding>) {
+        self.allocate();
         for &unit in units {
-            self.push(unit, out);
+            self.step(unit, out);
         }
     }
 
     /// Processes one unit.
-    #[inline]
     pub fn push(&mut self, unit: u32, out: &mut Vec<Finding>) {
+        self.allocate();
+        self.step(unit, out);
+    }
+
+    /// The buffers are allocated on the first unit, so an idle detector holds nothing.
+    #[inline]
+    fn allocate(&mut self) {
+        if self.fingerprints.is_empty() {
+            self.window.allocate();
+            self.fingerprints = vec![0; self.fp_mask + 1];
+        }
+    }
+
+    #[inline]
+    fn step(&mut self, unit: u32, out: &mut Vec<Finding>) {
         let x = self.units_seen;
         self.window.push(unit);
         self.units_seen += 1;
@@ -178,7 +194,7 @@ impl Detector {
         if let Some(event) = self.lines.push(x, unit, &self.window) {
             self.on_line(x, event);
         }
-        if !self.claim_running && x >= K {
+        if !self.claim_running && self.due_upto[x.trailing_zeros().min(64) as usize] != 0 && x >= K {
             self.sample(x);
         }
         if !self.candidates.is_empty() {
@@ -187,17 +203,12 @@ impl Detector {
     }
 
     fn push_fingerprint(&mut self, x: u64, unit: u32) {
-        // Rolling polynomial over the last K units; `+ 1` keeps unit 0 from vanishing.
-        let mut fp = self.fingerprint.wrapping_mul(FP_BASE).wrapping_add(unit.wrapping_add(1));
-        if x >= K {
-            let leaving = self.window.back(K);
-            fp = fp.wrapping_sub(self.fp_out.wrapping_mul(leaving.wrapping_add(1)));
-        }
-        self.fingerprint = fp;
-        if self.fingerprints.is_empty() {
-            self.fingerprints = vec![0; self.fp_mask + 1];
-        }
-        self.fingerprints[x as usize & self.fp_mask] = (fp >> 16) as u16;
+        // Rolling polynomial over the last K units; `+ 1` keeps unit 0 from vanishing, and the
+        // window's filler (u32::MAX) adds nothing, so the first K units need no special case.
+        let leaving = self.window.back(K).wrapping_add(1);
+        let fp = self.fingerprint.wrapping_mul(FP_BASE).wrapping_add(unit.wrapping_add(1));
+        self.fingerprint = fp.wrapping_sub(self.fp_out.wrapping_mul(leaving));
+        self.fingerprints[x as usize & self.fp_mask] = (self.fingerprint >> 16) as u16;
     }
 
     fn follow_trackers(&mut self, x: u64, unit: u32) {

@@ -186,3 +186,13 @@ fn trim_keeps_the_clean_prefix_and_the_rest() {
     let clean = "nothing repeats here";
     assert_eq!(trim_units(&units(clean), &DEFAULT_RULES, 3).units, units(clean));
 }
+
+#[test]
+fn token_ids_at_the_top_of_the_range() {
+    // u32::MAX is also the window's filler: it must still count as a unit like any other.
+    let mut units = vec![3, 1, 4, 1, 5];
+    units.extend([u32::MAX, 7, u32::MAX - 1].repeat(100));
+    let found = scan_units(&units, &DEFAULT_RULES);
+    assert_eq!(found, oracle::scan(&units, &DEFAULT_RULES));
+    assert_eq!(found.first().map(|f| (f.start, f.period)), Some((5, 3)));
+}

@@ -1,5 +1,8 @@
 //! The last units of a stream, in a ring: what the rules look back at.
 
+/// What the ring holds before units fill it: no code point, and `+ 1` of it is 0.
+pub const FILLER: u32 = u32::MAX;
+
 #[derive(Clone, Debug)]
 pub struct Window {
     /// Allocated on the first unit, so an idle detector holds nothing.
@@ -18,11 +21,16 @@ impl Window {
         self.len
     }
 
+    /// Allocates the ring, filled with `FILLER`.
+    pub fn allocate(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = vec![FILLER; self.len];
+        }
+    }
+
+    /// Pushes a unit; the ring must be allocated.
     #[inline]
     pub fn push(&mut self, unit: u32) {
-        if self.buf.is_empty() {
-            self.buf = vec![0; self.len];
-        }
         self.buf[self.head] = unit;
         self.head += 1;
         if self.head == self.len {
