@@ -12,7 +12,8 @@ pub fn scan_many(texts: &[&str], rules: &Rules, threads: Option<usize>) -> Vec<V
     map_parallel(texts, |text| scan_str(text, rules), threads)
 }
 
-/// `scan` applied to every item in parallel, results in order.
+/// `scan` applied to every item in parallel, results in order. More threads than cores are
+/// no faster for this work, so `threads` is capped at the number of cores.
 pub fn map_parallel<T: Sync>(
     items: &[T],
     scan: impl Fn(&T) -> Vec<Finding> + Sync,
@@ -21,12 +22,16 @@ pub fn map_parallel<T: Sync>(
     let run = || items.par_iter().map(&scan).collect();
     match threads {
         None => run(),
-        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n).build() {
+        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n.min(cores())).build() {
             Ok(pool) => pool.install(run),
             // A pool that cannot start (no threads left) still gets the work done, serially.
             Err(_) => items.iter().map(&scan).collect(),
         },
     }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 #[cfg(test)]

@@ -267,9 +267,11 @@ impl Detector {
             LineEvent::Continued => {}
             LineEvent::NewStreak => self.line_claim = false,
             LineEvent::Reached { start, line_start, period, repeats } => {
-                // A line longer than the window is reported by its tail.
-                let block_len = period.min(self.window.len() as u64 - 1);
-                let first_back = x - (line_start + period - block_len);
+                // A line longer than the window is reported by the tail the window holds.
+                let content_end = line_start + period;
+                let room = (self.window.len() as u64 - 1).saturating_sub(x - content_end);
+                let block_len = period.min(room);
+                let first_back = x - (content_end - block_len);
                 let finding = Finding {
                     rule: Rule::IdenticalLines,
                     period,
@@ -288,12 +290,19 @@ impl Detector {
         (0..len).map(|i| self.window.back(first_back - i)).collect()
     }
 
+    /// The block of a run, read from its latest full copy (the first may have left the window).
+    fn last_copy(&self, x: u64, t: &Tracker) -> Vec<u32> {
+        let copies = (x + 1 - t.start) / t.period;
+        let copy_start = t.start + (copies - 1) * t.period;
+        self.units_back(x - copy_start, t.period)
+    }
+
     fn periodic_finding(&self, t: &Tracker, x: u64) -> Finding {
         let rule = if t.period <= u64::from(self.rules.max_period) { Rule::PeriodicRun } else { Rule::LongBlock };
         Finding {
             rule,
             period: t.period,
-            block: self.units_back(x - t.start, t.period),
+            block: self.last_copy(x, t),
             start: t.start,
             repeats: (x + 1 - t.start) / t.period,
             detected_at: x + 1,
@@ -339,7 +348,9 @@ impl Detector {
 
     /// A fingerprint `p` back matched at `x`: confirm it and follow the run if it can count.
     fn try_track(&mut self, x: u64, p: u64) {
-        if self.trackers.iter().any(|t| t.period == p) {
+        // A run of a divisor of `p` that covers the last 2p units holds every p-run through
+        // here, and its block is a power of the shorter one: nothing to trace.
+        if self.trackers.iter().any(|t| t.period == p || (p % t.period == 0 && x >= t.start + 2 * p)) {
             return;
         }
         if (0..K).any(|m| self.window.back(m) != self.window.back(m + p)) {
@@ -365,8 +376,12 @@ impl Detector {
             return;
         }
         let need = self.rules.least_required_span(p as u32);
+        if x + 1 - start > need {
+            // Sampling sees every run before it can count: one past that was judged already
+            // (its block is a power of a shorter one).
+            return;
+        }
         self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false });
-        debug_assert!(x + 1 - start <= need, "sampling let a run pass its rule");
         if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
             self.trackers.pop();
         }

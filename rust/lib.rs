@@ -25,7 +25,8 @@ pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{trim_units, Removal, Trimmed, DEFAULT_KEEP};
 
-#[cfg(test)]
-mod oracle;
+#[cfg(any(test, feature = "oracle"))]
+#[doc(hidden)]
+pub mod oracle;
 #[cfg(test)]
 mod tests;

@@ -9,7 +9,8 @@ use std::sync::{Mutex, MutexGuard};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::buffer::{PyBuffer, PyUntypedBuffer};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::sync::MutexExt;
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::{map_parallel, scan_str, BlockKind, Rule, StreamSet, scan_units, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
 
@@ -97,10 +98,11 @@ fn units_to_str<'py>(py: Python<'py>, units: &[u32]) -> PyResult<Bound<'py, PySt
     Ok(decoded.cast_into::<PyString>()?)
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic cannot leave a detector half-updated in a way that matters more than losing it,
-    // and panics are not expected: recover the state rather than poison every later call.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Locks a detector's state. Waiting happens with the GIL released: a thread that holds the lock
+/// may be working detached and needs the GIL back to finish. A poisoned lock (a panic, not
+/// expected) is recovered rather than failing every later call.
+fn lock<'a, T>(py: Python<'_>, mutex: &'a Mutex<T>) -> MutexGuard<'a, T> {
+    mutex.lock_py_attached(py).unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Thresholds of the three rules (see the `Rules` docs for each field and its default).
@@ -110,8 +112,8 @@ pub struct PyRules {
     inner: Rules,
 }
 
-fn rule_value(name: &str, value: i64) -> PyResult<u32> {
-    u32::try_from(value).map_err(|_| PyValueError::new_err(format!("{name} must be a non-negative int, got {value}")))
+fn rule_value(name: &str, value: i128) -> PyResult<u32> {
+    u32::try_from(value).map_err(|_| PyValueError::new_err(format!("{name} must be an int in 0..2**32, got {value}")))
 }
 
 macro_rules! rules_class {
@@ -119,8 +121,8 @@ macro_rules! rules_class {
         #[pymethods]
         impl PyRules {
             #[new]
-            #[pyo3(signature = (*, $($field = i64::from(DEFAULT_RULES.$field)),*))]
-            fn new($($field: i64),*) -> PyResult<Self> {
+            #[pyo3(signature = (*, $($field = i128::from(DEFAULT_RULES.$field)),*))]
+            fn new($($field: i128),*) -> PyResult<Self> {
                 let inner = Rules { $($field: rule_value(stringify!($field), $field)?),* };
                 inner.validate().map_err(|e| PyValueError::new_err(e.0))?;
                 Ok(PyRules { inner })
@@ -296,12 +298,24 @@ impl Text<'_> {
 /// Token ids from a list of ints or a 1-D buffer (numpy array, `array.array`) of unsigned or
 /// signed integers; each must fit in 32 bits unsigned.
 fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text<'static>> {
-    fn id(value: i128) -> PyResult<u32> {
-        u32::try_from(value).map_err(|_| PyValueError::new_err(format!("token ids must be in 0..2**32, got {value}")))
+    fn id(item: Bound<'_, PyAny>) -> PyResult<u32> {
+        let out_of_range = || PyValueError::new_err(format!("token ids must be in 0..2**32, got {item}"));
+        match item.extract::<i128>() {
+            Ok(value) => u32::try_from(value).map_err(|_| out_of_range()),
+            Err(_) if item.is_instance_of::<PyInt>() => Err(out_of_range()),
+            Err(error) => Err(error),
+        }
     }
     if let Ok(list) = obj.cast::<PyList>() {
-        let ids = list.iter().map(|item| id(item.extract::<i128>()?)).collect::<PyResult<Vec<u32>>>()?;
+        let ids = list.iter().map(id).collect::<PyResult<Vec<u32>>>()?;
         return Ok(Text::Units(ids));
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        let ids = tuple.iter().map(id).collect::<PyResult<Vec<u32>>>()?;
+        return Ok(Text::Units(ids));
+    }
+    if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
+        return Err(PyTypeError::new_err("tokens must be ids (a list of int or an integer array), not bytes"));
     }
     let Ok(buffer) = PyUntypedBuffer::get(obj) else {
         return Err(PyTypeError::new_err(format!(
@@ -315,7 +329,11 @@ fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text<'static>> {
     macro_rules! typed {
         ($($t:ty),*) => {$(
             if let Ok(typed) = buffer.as_typed::<$t>() {
-                let ids = typed.to_vec(obj.py())?.into_iter().map(|v| id(i128::from(v))).collect::<PyResult<Vec<u32>>>()?;
+                let ids = typed
+                    .to_vec(obj.py())?
+                    .into_iter()
+                    .map(|v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("token ids must be in 0..2**32, got {v}"))))
+                    .collect::<PyResult<Vec<u32>>>()?;
                 return Ok(Text::Units(ids));
             }
         )*};
@@ -347,7 +365,7 @@ macro_rules! detector_class {
             /// Feeds a delta; returns the first finding whose rule first held inside it, or None.
             fn feed(&self, py: Python<'_>, delta: &Bound<'_, PyAny>) -> PyResult<Option<$finding>> {
                 let input = ($input)(delta)?;
-                let mut state = lock(&self.state);
+                let mut state = lock(py, &self.state);
                 let (detector, findings) = &mut *state;
                 let new: Vec<$finding> = wrap(input.feed(py, detector));
                 let first = new.first().cloned();
@@ -357,36 +375,36 @@ macro_rules! detector_class {
 
             /// The first finding since creation or the last reset, or None.
             #[getter]
-            fn finding(&self) -> Option<$finding> {
-                lock(&self.state).1.first().cloned()
+            fn finding(&self, py: Python<'_>) -> Option<$finding> {
+                lock(py, &self.state).1.first().cloned()
             }
 
             /// Every finding so far, in order (one per degenerate region).
             #[getter]
-            fn findings(&self) -> Vec<$finding> {
-                lock(&self.state).1.clone()
+            fn findings(&self, py: Python<'_>) -> Vec<$finding> {
+                lock(py, &self.state).1.clone()
             }
 
             /// Units fed since creation or the last reset.
             #[getter]
-            fn units_seen(&self) -> u64 {
-                lock(&self.state).0.units_seen()
+            fn units_seen(&self, py: Python<'_>) -> u64 {
+                lock(py, &self.state).0.units_seen()
             }
 
             #[getter]
-            fn rules(&self) -> PyRules {
-                PyRules { inner: *lock(&self.state).0.rules() }
+            fn rules(&self, py: Python<'_>) -> PyRules {
+                PyRules { inner: *lock(py, &self.state).0.rules() }
             }
 
             /// Forgets everything fed so far; the rules stay.
-            fn reset(&self) {
-                let mut state = lock(&self.state);
+            fn reset(&self, py: Python<'_>) {
+                let mut state = lock(py, &self.state);
                 state.0.reset();
                 state.1.clear();
             }
 
-            fn __repr__(&self) -> String {
-                let state = lock(&self.state);
+            fn __repr__(&self, py: Python<'_>) -> String {
+                let state = lock(py, &self.state);
                 format!("{}(units_seen={}, findings={})", $name, state.0.units_seen(), state.1.len())
             }
         }
@@ -418,23 +436,23 @@ impl PyTokenStreams {
     }
 
     /// Starts a stream; returns its slot (a freed slot is reused).
-    fn add(&self) -> usize {
-        lock(&self.state).add()
+    fn add(&self, py: Python<'_>) -> usize {
+        lock(py, &self.state).add()
     }
 
     /// Ends the stream in `slot`. Raises ``ValueError`` if there is none.
-    fn remove(&self, slot: usize) -> PyResult<()> {
-        lock(&self.state).remove(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))
+    fn remove(&self, py: Python<'_>, slot: usize) -> PyResult<()> {
+        lock(py, &self.state).remove(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))
     }
 
-    fn __len__(&self) -> usize {
-        lock(&self.state).len()
+    fn __len__(&self, py: Python<'_>) -> usize {
+        lock(py, &self.state).len()
     }
 
     /// Feeds `tokens[i]` to the stream in `slots[i]` for every i (lists or 1-D integer arrays of
     /// equal length); returns the slots whose stream produced a finding in this step.
     fn step(&self, py: Python<'_>, slots: &Bound<'_, PyAny>, tokens: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-        let mut set = lock(&self.state);
+        let mut set = lock(py, &self.state);
         let slots = slots_arg(slots, &set)?;
         let Text::Units(ids) = tokens_arg(tokens)? else { unreachable!("tokens_arg returns units") };
         if ids.len() != slots.len() {
@@ -456,15 +474,15 @@ impl PyTokenStreams {
     }
 
     /// The first finding of the stream in `slot`, or None.
-    fn finding(&self, slot: usize) -> PyResult<Option<PyTokenFinding>> {
-        let set = lock(&self.state);
+    fn finding(&self, py: Python<'_>, slot: usize) -> PyResult<Option<PyTokenFinding>> {
+        let set = lock(py, &self.state);
         let detector = set.detector(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))?;
         Ok(detector.finding().cloned().map(PyTokenFinding::from))
     }
 
     /// Units fed to the stream in `slot`.
-    fn units_seen(&self, slot: usize) -> PyResult<u64> {
-        let set = lock(&self.state);
+    fn units_seen(&self, py: Python<'_>, slot: usize) -> PyResult<u64> {
+        let set = lock(py, &self.state);
         let detector = set.detector(slot).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))?;
         Ok(detector.units_seen())
     }
@@ -501,6 +519,9 @@ fn scan_many(
 ) -> PyResult<Vec<Vec<PyFinding>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
+    if texts.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("texts must be an iterable of str, not a single str"));
+    }
     let items: Vec<Bound<'_, PyAny>> = texts.try_iter()?.collect::<PyResult<_>>()?;
     let texts = items.iter().map(|item| text_arg(item, "each text")).collect::<PyResult<Vec<Text<'_>>>>()?;
     let found = py.detach(|| {
@@ -636,16 +657,17 @@ impl PyTrimmed {
 
 /// Shortens every degenerate region of `text` to its first `keep` copies plus a marker.
 #[pyfunction]
-#[pyo3(signature = (text, keep = DEFAULT_KEEP as i64, rules = None))]
-fn trim(py: Python<'_>, text: &Bound<'_, PyAny>, keep: i64, rules: Option<&Bound<'_, PyRules>>) -> PyResult<PyTrimmed> {
-    if keep < 1 {
-        return Err(PyValueError::new_err(format!("keep must be at least 1, got {keep}")));
-    }
+#[pyo3(signature = (text, keep = i128::from(DEFAULT_KEEP), rules = None))]
+fn trim(py: Python<'_>, text: &Bound<'_, PyAny>, keep: i128, rules: Option<&Bound<'_, PyRules>>) -> PyResult<PyTrimmed> {
+    let keep = u64::try_from(keep)
+        .ok()
+        .filter(|&k| k >= 1)
+        .ok_or_else(|| PyValueError::new_err(format!("keep must be in 1..2**64, got {keep}")))?;
     let rules = rules_arg(rules);
     let text = text_arg(text, "text")?;
     let run = || {
         let units = text.to_units();
-        trim_units(&units, &rules, keep as u64)
+        trim_units(&units, &rules, keep)
     };
     let trimmed = if text.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
     let removals = trimmed

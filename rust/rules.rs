@@ -207,6 +207,13 @@ impl Rules {
                 ));
             }
         }
+        // The detector keeps the longest block's least span in memory.
+        if u64::from(self.long_min_repeats) * u64::from(self.max_long_period) > u64::from(MAX_SPAN_LIMIT) {
+            return fail(format!(
+                "long_min_repeats x max_long_period ({} x {}) must be at most {MAX_SPAN_LIMIT}",
+                self.long_min_repeats, self.max_long_period
+            ));
+        }
         let least_span = 2 * FINGERPRINT_UNITS;
         for (name, value) in [
             ("min_span", self.min_span),
@@ -351,6 +358,7 @@ mod tests {
             (|r| r.min_span = 8, "min_span"),
             (|r| r.min_lines = 1, "min_lines"),
             (|r| r.code_span = MAX_SPAN_LIMIT + 1, "code_span"),
+            (|r| (r.max_long_period, r.long_min_repeats, r.min_repeats, r.code_min_repeats) = (MAX_LONG_PERIOD_LIMIT, 1 << 9, 1 << 9, 1 << 9), "long_min_repeats x max_long_period"),
         ];
         for (change, name) in cases {
             let mut rules = DEFAULT_RULES;

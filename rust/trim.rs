@@ -71,7 +71,7 @@ fn periodic_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
     while end < units.len() && units[end] == units[end - p] {
         end += 1;
     }
-    let kept_end = (finding.start + keep * finding.period).min(end as u64);
+    let kept_end = finding.start.saturating_add(keep.saturating_mul(finding.period)).min(end as u64);
     let removed = end as u64 - kept_end;
     Extent { kept_end, end: end as u64, removed_repeats: removed.div_ceil(finding.period) }
 }

@@ -182,17 +182,19 @@ class Candidate:
 def periodic_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     out: list[Candidate] = []
     n = len(u)
-    for p in range(1, rules.max_long_period + 1):
-        j = p
-        while j < n:
-            if u[j] != u[j - p]:
-                j += 1
+    # A candidate spans at least long_min_repeats * p <= n units, so longer periods cannot fire
+    # (this bound only saves time: the loop below would find no candidate for them).
+    for p in range(1, min(rules.max_long_period, n // rules.long_min_repeats) + 1):
+        # Positions j >= p where the p-periodicity breaks, with sentinels at both ends; every
+        # gap between two consecutive breaks is a maximal p-run [a, b).
+        breaks = [p - 1, *[j for j in range(p, n) if u[j] != u[j - p]], n]
+        for prev, nxt in zip(breaks, breaks[1:]):
+            a, b = prev + 1, nxt
+            if a >= b:
                 continue
-            a = j
-            while j < n and u[j] == u[j - p]:
-                j += 1
-            b = j  # [a, b) is a maximal p-run
             s = a - p
+            if b - s < rules.long_min_repeats * p:
+                continue  # need >= long_min_repeats * p: checked first because it is cheap
             block = u[s:a]
             if not is_primitive(block):
                 continue

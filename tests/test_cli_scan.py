@@ -3,13 +3,17 @@ JSON lines, exit status 0 clean / 1 findings / 2 errors; ``--trim`` copies, in p
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import io
 import json
 import os
 import pty
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 from typing import Any, Optional
 
@@ -63,11 +67,13 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[
     return status, [json.loads(line) for line in captured.out.splitlines()], captured.err
 
 
-def expected_records(values: list[Optional[str]]) -> list[dict[str, Any]]:
-    """What a scan reports for each row, computed without the command: ``loopbreak.trim`` on
-    every text, one by one."""
+def expected_records(values: list[Optional[str]], every: int) -> list[dict[str, Any]]:
+    """What a scan reports, computed without the command: ``scan`` and ``trim`` on each loop row
+    the data was made with. (``test_clean_rows_are_clean`` checks that the others are clean.)"""
     records = []
     for row, text in enumerate(values):
+        if not is_loop_row(row, every):
+            continue
         trimmed = loopbreak.trim(text or "")
         units = {(r.finding.start, r.finding.detected_at): r.units for r in trimmed.removals}
         for finding in loopbreak.scan(text or ""):
@@ -100,7 +106,7 @@ def test_parquet_100k_rows(large_parquet: tuple[Path, list[Optional[str]]], caps
     status, records, err = run_json(capsys, "--column", "text", str(path))
     assert status == 1
     assert all(record.pop("path") == str(path) for record in records)
-    expected = expected_records(values)
+    expected = expected_records(values, LARGE_EVERY)
     assert len({r["row"] for r in expected}) == LARGE_ROWS // LARGE_EVERY
     assert records == expected
 
@@ -110,6 +116,10 @@ def test_parquet_100k_rows(large_parquet: tuple[Path, list[Optional[str]]], caps
         of_rule = [r for r in expected if r["rule"] == rule]
         assert counts[rule] == (len({r["row"] for r in of_rule}), len(of_rule), sum(r["trim_units"] for r in of_rule))
     assert counts["all"][2] == sum(r["trim_units"] for r in expected) > 0
+
+
+def test_clean_rows_are_clean() -> None:
+    assert not any(loopbreak.scan_many([clean_text(i) for i in range(0, LARGE_ROWS, 37)]))
 
 
 def test_parquet_trim_out_round_trip(
@@ -202,6 +212,17 @@ def test_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "messages.1.content",
         "messages.1.content",
     ]
+
+
+def test_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "chats.jsonl"
+    write_chats(path)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+    status, records, _ = run_json(capsys, "--format", "jsonl", "--field", "messages.*.content", "-")
+    assert status == 2 and [(r["path"], r["line"]) for r in records] == [("-", 1), ("-", 6), ("-", 6)]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(loop_text(0).encode())))
+    status, records, _ = run_json(capsys, "-")
+    assert status == 1 and [(r["path"], r["start"]) for r in records] == [("-", loopbreak.scan(loop_text(0))[0].start)]
 
 
 def test_json_lines_bad_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -410,24 +431,24 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "loopbreak.cli", "scan", "--column", "text", str(path)]
 
     piped = subprocess.run(command, capture_output=True, text=True, check=False)
-    assert piped.returncode == 1 and "\r" not in piped.stderr and piped.stderr == ""
+    assert piped.returncode == 1 and piped.stderr == ""
 
-    # stderr on a pseudo-terminal: the bar is drawn there, and the report still goes to stdout.
+    # stderr on a terminal (of 100 columns): the bar is drawn there; the report goes to stdout.
     leader, follower = pty.openpty()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower)
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    with (tmp_path / "out.txt").open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=follower)
     os.close(follower)
     screen = b""
     while True:
         try:
             chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed when the command ended
+        except OSError:  # EIO: the command ended and closed the terminal
             break
         if not chunk:
             break
         screen += chunk
-    assert process.stdout is not None
-    out = process.stdout.read().decode()
-    assert process.wait() == 1
     os.close(leader)
-    assert b"scanning" in screen and b"\r" in screen
-    assert "200 rows with findings" in out
+    assert process.wait() == 1
+    assert b"scanning:" in screen and b"%|" in screen
+    assert "200 rows with findings" in (tmp_path / "out.txt").read_text()

@@ -338,6 +338,55 @@ def test_cancelled_task_closes_the_upstream_once() -> None:
     assert guarded.reason == "Stopped by the consumer before the stream ended"
 
 
+def test_aclose_from_another_task_closes_the_stream_under_a_waiting_consumer() -> None:
+    """A user stop handled by another task while the consumer awaits the model: the stream
+    object is closed at once, and the consumer's pending read, failing because of it, ends the
+    iteration quietly instead of raising."""
+
+    class HttpLikeStream:
+        def __init__(self) -> None:
+            self.closes = 0
+            self.queue: asyncio.Queue[Optional[str]] = asyncio.Queue()
+
+        async def _read(self) -> AsyncGenerator[str, None]:
+            while (delta := await self.queue.get()) is not None:
+                yield delta
+            raise ConnectionError("response closed while reading")
+
+        def __aiter__(self) -> AsyncIterator[str]:
+            return self._read()
+
+        async def aclose(self) -> None:
+            self.closes += 1
+            self.queue.put_nowait(None)
+
+    async def stop_while_waiting() -> tuple[list[str], HttpLikeStream, AsyncGuarded[str], int]:
+        upstream = HttpLikeStream()
+        guarded = aguard(upstream)
+        received: list[str] = []
+
+        async def consume() -> None:
+            async for delta in guarded:
+                received.append(delta)
+
+        task = asyncio.create_task(consume())
+        for delta in ["Hello", " there"]:
+            upstream.queue.put_nowait(delta)
+        for _ in range(1000):  # until the consumer holds both deltas and waits for a third
+            if len(received) == 2:
+                break
+            await asyncio.sleep(0)
+        await guarded.aclose()
+        closes_at_once = upstream.closes
+        await task  # ends without an exception
+        return received, upstream, guarded, closes_at_once
+
+    received, upstream, guarded, closes_at_once = asyncio.run(stop_while_waiting())
+    assert received == ["Hello", " there"]
+    assert closes_at_once == 1 and upstream.closes == 1
+    assert guarded.status == "cancelled" and guarded.error is None
+
+
 # --- upstream errors pass through unchanged -----------------------------------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -56,7 +56,7 @@ def write_parquet(path: Path, values: list[Optional[str]], row_group_size: int =
     pq.write_table(table, path, row_group_size=row_group_size)
 
 
-def write_sqlite(path: Path, values: list[object]) -> None:
+def write_sqlite(path: Path, values: Sequence[object]) -> None:
     """A ``messages`` table: ``role`` and ``body`` (no declared type, so an integer stays one)."""
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, role TEXT, body)")

@@ -252,7 +252,12 @@ fn show(units: &[u32]) -> String {
 // ---------------------------------------------------------------------------------------------
 // Open bugs: what each looks like, to skip it with `mask-known-bugs` while it is open.
 
-/// Predicates of the open bugs (see the report in the fuzz README section). Only used to mask.
+/// Predicates of the open bugs, only used to mask them (`--features mask-known-bugs`). Their
+/// reproducers are in `regressions/` and in `replay::handmade_cases`. One open bug has no
+/// predicate: bug-sampling-assert (`debug_assert!(x + 1 - start <= need)` in
+/// `Detector::try_track` fails when a run whose tracker was dropped, e.g. a non-primitive
+/// period whose root run was claimed, is sampled again past its need; release results still
+/// match the oracle): mask it by fuzzing without debug assertions (`cargo fuzz run -O`).
 pub mod known_bugs {
     use super::*;
 
@@ -260,7 +265,11 @@ pub mod known_bugs {
     /// whitespace) does not fit in the window reads units from outside it: a wrong `block`, or
     /// an index out of bounds panic in `Detector::units_back`.
     pub fn line_outgrows_window(units: &[u32], window: usize) -> bool {
-        units.split(|&u| u == NEWLINE).any(|line| line.len() + 2 >= window)
+        let lines: Vec<&[u32]> = units.split(|&u| u == NEWLINE).collect();
+        let mut contents: Vec<&[u32]> = lines.iter().map(|line| trim_trailing_ws(line)).collect();
+        contents.sort_unstable();
+        let repeated = |c: &[u32]| contents.partition_point(|x| *x < c) + 1 < contents.partition_point(|x| *x <= c);
+        lines.iter().any(|line| line.len() + 1 >= window && repeated(trim_trailing_ws(line)))
     }
 
     /// bug-span-window: a rule asks for a span longer than the window (the window is sized by
@@ -359,7 +368,11 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                     copies += u64::from(!line.is_empty());
                 }
                 assert_eq!(f.period, content.len() as u64, "{}", ctx());
-                let shown = &content[content.len() - content.len().min(window - 1)..];
+                // The block is the tail of the latest line that the window still holds, behind
+                // that line's trailing whitespace.
+                let last = lines[lines.len() - 1];
+                let room = (window - 1).saturating_sub(last.len() - trim_trailing_ws(last).len());
+                let shown = &content[content.len() - content.len().min(room)..];
                 assert_eq!(f.block, shown, "block is not the line (or its tail): {}", ctx());
                 let need = u64::from(rules.required_lines(BlockKind::of(content)));
                 assert_eq!((f.repeats, copies), (need, need), "not where the rule first holds: {}", ctx());
@@ -705,7 +718,7 @@ mod replay {
     /// Bugs found by fuzzing and still open: their reproducers (`regressions/<target>/<bug>-*`)
     /// must still fail. When one passes, the bug is fixed: remove it from this list (the file
     /// then replays as a normal regression case that must pass).
-    const OPEN_BUGS: [&str; 4] = ["bug-lines-window", "bug-span-window", "bug-rules-window", "bug-trim-keep-overflow"];
+    const OPEN_BUGS: [&str; 0] = [];
 
     /// Reproducers written by hand (the fuzzer finds these too, but not in a few seconds), by
     /// the same checks the targets run.
@@ -733,12 +746,12 @@ mod replay {
                 let rules = Rules { whitespace_min_span: 200, ..LOW };
                 scan_checked(&units(&format!("x{}", " ".repeat(210))), rules);
             })),
-            // Valid rules whose window is 2^40 units (the first push aborts the process).
+            // Rules whose window would be 2^40 units (the first push aborted the process): now
+            // rejected by `validate`.
             ("bug-rules-window-2-40", Box::new(|| {
                 let m = 1 << 24;
                 let rules = Rules { max_long_period: 65_536, long_min_repeats: m, min_repeats: m, code_min_repeats: m, ..DEFAULT_RULES };
-                rules.validate().expect("valid");
-                assert!(Detector::new(rules).window_len() <= WINDOW_BOUND, "window {}", Detector::new(rules).window_len());
+                assert!(rules.validate().is_err(), "rules with a 2^40-unit window must be rejected");
             })),
             // keep * period wraps: keep=2^62, period 4.
             ("bug-trim-keep-overflow-abc", Box::new(|| {

@@ -5,7 +5,7 @@ reports on one machine.
     import ray
     import loopbreak.ray
 
-    chats = ray.data.read_parquet("s3://bucket/chats/", columns=["id", "text"])
+    chats = ray.data.read_parquet("s3://bucket/chats/").select_columns(["id", "text"])
     findings = loopbreak.ray.scan_dataset(chats, "text", keep=["id"])   # one row per finding
     findings.write_parquet("s3://bucket/chat-loops/")
 

@@ -26,7 +26,7 @@ summary table; with --json, one JSON object per finding on stdout and the summar
 
 EPILOG = f"""\
 formats (told by a file's first bytes, else by its name; --format overrides):
-  text      each file is one row ('-' reads stdin); binary files in a walk are skipped
+  text      each file is one row ('-' reads stdin); binary files (a NUL byte early) are skipped
   jsonl     *.jsonl, *.ndjson: the value at --field in each line is a row
   parquet   the string column --column; a row's index in the file tells it
   sqlite    --column of --table, read in chunks by rowid
@@ -79,9 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"loopbreak scan: {problem}", file=sys.stderr)
         return 2
-    sources = find_sources(
-        args.paths, format=args.format, out=args.out if args.trim else None, in_place=args.trim and args.in_place
-    )
+    sources = find_sources(args.paths, format=args.format, out=args.out, in_place=args.in_place)
     # Ray draws its own progress; here the bar counts the bytes of the files read.
     progress = Progress(sum(source.size for source in sources.files), enabled=not args.ray)
     report = Report(progress, json_lines=args.json)
@@ -176,6 +174,10 @@ def _scan_on_ray(address: str, sources: list[Source], column: str, report: Repor
             report.file_done(path, scanned=False)
     if not rows_by_path:
         return
+    # Ray Data draws its progress bars on a terminal; elsewhere it would log progress: keep
+    # only its warnings then.
+    if not sys.stderr.isatty():
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
     try:
         ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except ConnectionError as error:

@@ -13,15 +13,21 @@ plus a marker).
 The upstream is closed exactly once, whenever the guard stops reading: at a finding, at its
 natural end, when the consumer closes the guard early (``close()``/``aclose()``, leaving a
 ``with``/``async with`` block, or a cancelled task) and when the upstream raises. Exceptions
-from the upstream (timeouts, lost connections) pass through unchanged.
+from the upstream (timeouts, lost connections) pass through unchanged. ``close()``/``aclose()``
+also work from another thread or task while the consumer waits for the upstream: the stream
+object is closed at once and the consumer's iteration ends quietly after that read. If closing
+fails, every part is still closed and the error is raised from ``close()`` or the last read,
+but it never replaces a ``DegenerationDetected``, an upstream error or a cancellation already
+on its way (it is logged on the ``loopbreak.stream`` logger instead).
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import logging
 from dataclasses import dataclass
-from types import TracebackType
+from types import AsyncGeneratorType, GeneratorType, TracebackType
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -45,6 +51,8 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
 
 CONTENT = "content"
 """The source name of the answer text; tool-call arguments get sources of their own."""
@@ -192,7 +200,8 @@ class _GuardBase(Generic[T]):
         self._watch = _Watch(rules, keep)
         self._status: Status = "streaming"
         self._error: Optional[BaseException] = None
-        self._released = False
+        self._closed: list[object] = []  # upstream objects already closed: each is closed once
+        self._stop_requested = False  # close() was called while another thread/task was reading
 
     def _step(self, item: T) -> str:
         """Feeds one item; on a finding, marks the stream degenerate (the caller stops)."""
@@ -205,6 +214,33 @@ class _GuardBase(Generic[T]):
         degeneration = self._watch.degeneration
         if degeneration is not None and self._on_degeneration == "raise":
             raise DegenerationDetected(degeneration)
+
+    def _settle(self, error: BaseException) -> None:
+        """Records why the stream ended when ``error`` is on its way out of the guard."""
+        if self._status != "streaming":
+            return  # degenerate (the DegenerationDetected itself) or already cancelled
+        if isinstance(error, Exception):
+            self._status, self._error = "error", error
+        else:  # GeneratorExit, asyncio.CancelledError, KeyboardInterrupt: a user stop
+            self._status = "cancelled"
+
+    def _stop_from_outside(self) -> None:
+        self._stop_requested = True
+        if self._status == "streaming":
+            self._status = "cancelled"
+
+    def _to_close(self, iterator: object, skip_iterator: bool) -> list[object]:
+        """The upstream objects not closed yet, each once, marked closed. ``skip_iterator``
+        leaves out an iterator that another thread or task is running (it cannot be closed
+        then; that reader closes it when its read ends)."""
+        if iterator is None or iterator is self._upstream:
+            candidates = [] if skip_iterator and iterator is not None else [self._upstream]
+        else:
+            # The generator behind an SDK stream's __iter__, then the stream (its HTTP response).
+            candidates = [self._upstream] if skip_iterator else [iterator, self._upstream]
+        pending = [c for c in candidates if not any(c is done for done in self._closed)]
+        self._closed.extend(pending)
+        return pending
 
     @property
     def status(self) -> Status:
@@ -284,35 +320,41 @@ class Guarded(_GuardBase[T]):
     def _run(self) -> Generator[T, None, None]:
         try:
             self._iterator = iter(self._upstream)
-            while True:
-                try:
-                    item = next(self._iterator)
-                except StopIteration:
-                    self._status = "ok"
-                    return
+            for item in self._iterator:
+                if self._stop_requested:
+                    break
                 self._step(item)
                 if self._status == "degenerate":
                     self._stop_on_finding()
-                    return
+                    break
                 yield item
-        except Exception as error:
-            # The upstream's own error (a DegenerationDetected comes after status is set).
-            if self._status == "streaming":
-                self._status, self._error = "error", error
+            else:
+                self._status = "ok"
+        except GeneratorExit:
+            self._settle(GeneratorExit())
+            self._release()  # the consumer's close() reports a failing close
             raise
-        finally:
-            if self._status == "streaming":
-                self._status = "cancelled"
-            self._release()
+        except BaseException as error:
+            self._settle(error)
+            _release_quietly(self._release)  # the error in flight wins over a failing close
+            if self._stop_requested and isinstance(error, Exception):
+                return  # the read failed because close() closed the stream under it
+            raise
+        self._release()
 
-    def _release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        for closeable in _distinct(self._iterator, self._upstream):
+    def _release(self, skip_iterator: bool = False) -> None:
+        """Closes the upstream objects not closed yet: all of them, even if one fails (the
+        first error is raised after)."""
+        failure: Optional[Exception] = None
+        for closeable in self._to_close(self._iterator, skip_iterator):
             close = getattr(closeable, "close", None)
             if callable(close):
-                close()
+                try:
+                    close()
+                except Exception as error:
+                    failure = failure or error
+        if failure is not None:
+            raise failure
 
     def __iter__(self) -> Self:
         return self
@@ -321,7 +363,15 @@ class Guarded(_GuardBase[T]):
         return next(self._items)
 
     def close(self) -> None:
-        """Stops reading and closes the upstream (once, however often this is called)."""
+        """Stops reading and closes the upstream (once, however often this is called).
+
+        From another thread while the consumer waits for the upstream, it closes the stream
+        object at once (so the model stops) and the consumer's iteration ends after that read.
+        """
+        if isinstance(self._items, GeneratorType) and self._items.gi_running:
+            self._stop_from_outside()
+            self._release(skip_iterator=True)
+            return
         self._items.close()
         if self._status == "streaming":
             self._status = "cancelled"
@@ -365,39 +415,48 @@ class AsyncGuarded(_GuardBase[T]):
     async def _run(self) -> AsyncGenerator[tuple[T, str], None]:
         try:
             self._iterator = self._upstream.__aiter__()
-            while True:
-                try:
-                    item = await self._iterator.__anext__()
-                except StopAsyncIteration:
-                    self._status = "ok"
-                    return
+            async for item in self._iterator:
+                if self._stop_requested:
+                    break
                 content = self._step(item)
                 if self._status == "degenerate":
                     self._stop_on_finding()
-                    return
+                    break
                 yield item, content
-        except Exception as error:
-            # The upstream's own error (a DegenerationDetected comes after status is set).
-            if self._status == "streaming":
-                self._status, self._error = "error", error
+            else:
+                self._status = "ok"
+        except GeneratorExit:
+            self._settle(GeneratorExit())
+            await self._release()  # the consumer's aclose() reports a failing close
             raise
-        finally:
+        except BaseException as error:
             # A cancelled task lands here too (CancelledError is no Exception): a user stop.
-            if self._status == "streaming":
-                self._status = "cancelled"
-            await self._release()
+            self._settle(error)
+            try:
+                await self._release()
+            except Exception as close_error:
+                _log_close_failure(close_error)  # the error in flight wins over a failing close
+            if self._stop_requested and isinstance(error, Exception):
+                return  # the read failed because aclose() closed the stream under it
+            raise
+        await self._release()
 
-    async def _release(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        for closeable in _distinct(self._iterator, self._upstream):
+    async def _release(self, skip_iterator: bool = False) -> None:
+        """Closes the upstream objects not closed yet: all of them, even if one fails (the
+        first error is raised after)."""
+        failure: Optional[Exception] = None
+        for closeable in self._to_close(self._iterator, skip_iterator):
             # openai's AsyncStream has both; aclose is the async-iterator protocol's name.
             close = getattr(closeable, "aclose", None) or getattr(closeable, "close", None)
             if callable(close):
-                result = close()
-                if inspect.isawaitable(result):
-                    await result
+                try:
+                    result = close()
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception as error:
+                    failure = failure or error
+        if failure is not None:
+            raise failure
 
     def __aiter__(self) -> Self:
         return self
@@ -414,7 +473,15 @@ class AsyncGuarded(_GuardBase[T]):
                 yield content
 
     async def aclose(self) -> None:
-        """Stops reading and closes the upstream (once, however often this is called)."""
+        """Stops reading and closes the upstream (once, however often this is called).
+
+        From another task while the consumer awaits the upstream, it closes the stream object
+        at once (so the model stops) and the consumer's iteration ends after that read.
+        """
+        if isinstance(self._items, AsyncGeneratorType) and self._items.ag_running:
+            self._stop_from_outside()
+            await self._release(skip_iterator=True)
+            return
         await self._items.aclose()
         if self._status == "streaming":
             self._status = "cancelled"
@@ -432,12 +499,15 @@ class AsyncGuarded(_GuardBase[T]):
         await self.aclose()
 
 
-def _distinct(iterator: object, upstream: object) -> tuple[object, ...]:
-    """The iterator (e.g. the generator behind an SDK stream's ``__iter__``) and the upstream
-    itself, each once: closing both stops an SDK stream's HTTP response and its generator."""
-    if iterator is None or iterator is upstream:
-        return (upstream,)
-    return (iterator, upstream)
+def _log_close_failure(error: Exception) -> None:
+    _log.warning("closing the upstream failed while the stream was stopping: %r", error)
+
+
+def _release_quietly(release: Callable[[], None]) -> None:
+    try:
+        release()
+    except Exception as error:
+        _log_close_failure(error)
 
 
 def _text_pieces(delta: str) -> tuple[Piece]:

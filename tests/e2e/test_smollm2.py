@@ -1,6 +1,7 @@
 """A real model end to end: SmolLM2-135M (greedy decoding, no repetition penalty) loops on
-plain prompts; the OpenAI adapter must stop those streams long before ``max_tokens`` and leave
-clean answers untouched, and the saved rows must be trimmed.
+plain prompts; the OpenAI adapter must stop those streams long before ``max_tokens`` (and the
+model server must see the client go, which stops its generation), leave clean answers
+untouched, and the saved rows must be trimmed.
 
 Each prompt runs twice: unguarded (the full output, to compare with) and guarded. The prompts
 come from the project's model corpus (ids ``dNN-greedy``), where the same model and settings
@@ -10,6 +11,7 @@ looped (or answered cleanly). What the model generates is saved to tests/data/sm
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,6 +22,8 @@ from openai import OpenAI
 from loopbreak import trim
 from loopbreak.integrations.openai import guard_chat
 from loopbreak.persist import connect, load_run, save_result
+
+from .conftest import ModelServer
 
 pytestmark = pytest.mark.e2e
 
@@ -95,9 +99,17 @@ def save_outputs(regression_data: Path) -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def client(model_url: str) -> Iterator[OpenAI]:
-    with OpenAI(base_url=model_url, api_key="local", max_retries=0, timeout=600) as client:
+def client(model_server: ModelServer) -> Iterator[OpenAI]:
+    with OpenAI(base_url=model_server.url, api_key="local", max_retries=0, timeout=600) as client:
         yield client
+
+
+def wait_for_disconnects(server: ModelServer, count: int) -> int:
+    """The server's count of closed streams once it reaches ``count`` (or after 60 s)."""
+    deadline = time.monotonic() + 60
+    while server.disconnects() < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return server.disconnects()
 
 
 def stream(client: OpenAI, prompt: Prompt) -> Any:
@@ -112,11 +124,12 @@ def stream(client: OpenAI, prompt: Prompt) -> Any:
 
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda prompt: prompt.id)
-def test_real_model(client: OpenAI, prompt: Prompt, tmp_path: Path) -> None:
+def test_real_model(client: OpenAI, model_server: ModelServer, prompt: Prompt, tmp_path: Path) -> None:
     unguarded_chunks = list(stream(client, prompt))
     unguarded = "".join(c.choices[0].delta.content or "" for c in unguarded_chunks if c.choices)
     finish_reason = next(c.choices[0].finish_reason for c in reversed(unguarded_chunks) if c.choices)
 
+    disconnects = model_server.disconnects()
     guarded = guard_chat(stream(client, prompt), on_degeneration="stop")
     guarded_chunks = list(guarded)
     streamed = "".join(c.choices[0].delta.content or "" for c in guarded_chunks if c.choices)
@@ -142,6 +155,8 @@ def test_real_model(client: OpenAI, prompt: Prompt, tmp_path: Path) -> None:
         assert finish_reason == "length", "unguarded, the model should loop to max_tokens"
         assert guarded.status == "degenerate", guarded.reason
         assert len(guarded_chunks) < MAX_TOKENS // 3
+        # llama-cpp-python stops generating when it sees the client go (and logs it).
+        assert wait_for_disconnects(model_server, disconnects + 1) == disconnects + 1
         assert len(streamed) < len(unguarded) // 2
         assert run.status == "degenerate" and run.text == trim(guarded.text).text
         assert "[loopbreak: removed" in run.text and len(run.text) < len(unguarded) // 2

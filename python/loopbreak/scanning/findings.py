@@ -25,9 +25,6 @@ class BatchFindings:
     records: list[dict[str, Any]]
     trimmed: dict[int, Trimmed]
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
 
 def scan_batch(texts: Texts, rules: Optional[Rules] = None, threads: Optional[int] = None) -> BatchFindings:
     """Scans ``texts`` (a list of ``str`` or a pyarrow string column) on all cores (or
