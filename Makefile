@@ -33,8 +33,9 @@ bench: install
 
 # A real small model end to end: SmolLM2-135M served by llama-cpp-python on localhost, streamed
 # through the OpenAI adapter. The first install builds llama-cpp-python (~13 min on 2 cores; pip
-# caches the wheel). Not for this CPU only (-march=native): here that build died with SIGILL on
-# the first request, and a cached wheel may run on another machine; GGML_NATIVE=OFF gives AVX2.
+# caches the wheel). Built for any x86-64 with AVX2 (GGML_NATIVE=OFF), not just this CPU: the
+# default -march=native build died with SIGILL on the first request here, and a cached wheel may
+# be reused on another machine.
 E2E_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 e2e:
 	CMAKE_ARGS="$(E2E_CMAKE_ARGS)" $(PIP) install -q -e '.[test,e2e]'

@@ -46,15 +46,17 @@ PROBES: dict[str, loopbreak.Rules] = {
         single_char_min_span=HIGH, whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "code blocks": loopbreak.Rules(
-        code_min_repeats=3, code_span=32, long_min_repeats=3, min_repeats=HIGH, text_span=HIGH,
+        code_min_repeats=3, code_span=32, code_min_span=32, long_min_repeats=3, min_repeats=HIGH, text_span=HIGH,
         single_char_min_span=HIGH, whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "one-char blocks": loopbreak.Rules(
-        single_char_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH, code_span=HIGH,
+        single_char_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=3, code_span=32, code_min_span=HIGH,
+        long_min_repeats=3,
         whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "whitespace blocks": loopbreak.Rules(
-        whitespace_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH, code_span=HIGH,
+        whitespace_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=3, code_span=32, code_min_span=HIGH,
+        long_min_repeats=3,
         single_char_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "lines": loopbreak.Rules(

@@ -176,6 +176,7 @@ rules_class!(
     code_span,
     long_min_repeats,
     min_span,
+    code_min_span,
     single_char_min_span,
     whitespace_min_span,
     min_lines,

@@ -28,6 +28,8 @@ pub struct Rules {
     pub long_min_repeats: u32,
     /// The smallest span (units) any periodic finding covers.
     pub min_span: u32,
+    /// The smallest span of a block of code, digits or punctuation.
+    pub code_min_span: u32,
     /// Span needed by a block whose only visible character is one char (`-`, `=`, `a`, `1`).
     pub single_char_min_span: u32,
     /// Span needed by a block made only of whitespace.
@@ -53,7 +55,7 @@ pub const DEFAULT_RULES: Rules = Rules {
     // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
     // repeats before the length limit) is found at 400; 10 copies of a 40-unit sentence count.
     text_span: 400,
-    // Benign code reaches 32 copies (a 13-unit `'￾'` line in encodings/iso8859_8.py):
+    // Benign code reaches 32 copies (a 13-unit `'\ufffe'` line in encodings/iso8859_8.py):
     // 50 leaves a 1.56x margin. Real code loops run for hundreds of copies.
     code_min_repeats: 50,
     code_span: 2000,
@@ -61,14 +63,17 @@ pub const DEFAULT_RULES: Rules = Rules {
     long_min_repeats: 4,
     // `ny` x32 (gemini-cli#5813) is 64 units.
     min_span: 64,
+    // Data is full of short code blocks: 52 `, 0` in a JSON histogram, rows of `,0` pixels.
+    code_min_span: 512,
     // Tests hold 200-unit runs of one letter or digit (load 0.39).
     single_char_min_span: 512,
     // Benign whitespace runs stop at 88 units (load 0.04); a whitespace loop is cheap to wait for.
     whitespace_min_span: 2048,
     // From the incident report; benign lines of words never come close.
     min_lines: 25,
-    // The same 32 `'￾'` lines, and 26 indented `text/plain` lines in test_email.py.
-    code_min_lines: 50,
+    // The same 32 `'\ufffe'` lines, 26 indented `text/plain` lines in test_email.py, and 52
+    // `0,` lines in an indented JSON histogram: benign data repeats short code lines a lot.
+    code_min_lines: 100,
 };
 
 impl Default for Rules {
@@ -217,6 +222,7 @@ impl Rules {
         let least_span = 2 * FINGERPRINT_UNITS;
         for (name, value) in [
             ("min_span", self.min_span),
+            ("code_min_span", self.code_min_span),
             ("single_char_min_span", self.single_char_min_span),
             ("whitespace_min_span", self.whitespace_min_span),
         ] {
@@ -237,6 +243,7 @@ impl Rules {
             ("single_char_min_span", self.single_char_min_span),
             ("whitespace_min_span", self.whitespace_min_span),
             ("min_span", self.min_span),
+            ("code_min_span", self.code_min_span),
         ] {
             if value > MAX_SPAN_LIMIT {
                 return fail(format!("{name} must be at most {MAX_SPAN_LIMIT}"));
@@ -245,13 +252,12 @@ impl Rules {
         Ok(())
     }
 
-    /// Repeats a block of `period` units of this kind needs (Whitespace and SingleChar blocks are
-    /// judged by span, so they need only the floor every block needs).
+    /// Repeats a block of `period` units of this kind needs. Blocks of one visible char or of
+    /// whitespace count like code (an ASCII-art box line repeats as often as a table row).
     pub fn required_repeats(&self, period: u32, kind: BlockKind) -> u32 {
         let (most, span) = match kind {
-            BlockKind::Whitespace | BlockKind::SingleChar => return self.long_min_repeats,
             BlockKind::Text => (self.min_repeats, self.text_span),
-            BlockKind::Code => (self.code_min_repeats, self.code_span),
+            BlockKind::Code | BlockKind::SingleChar | BlockKind::Whitespace => (self.code_min_repeats, self.code_span),
         };
         span.div_ceil(period).clamp(self.long_min_repeats, most)
     }
@@ -262,7 +268,8 @@ impl Rules {
         let floor = match kind {
             BlockKind::Whitespace => self.whitespace_min_span,
             BlockKind::SingleChar => self.single_char_min_span,
-            BlockKind::Text | BlockKind::Code => self.min_span,
+            BlockKind::Text => self.min_span,
+            BlockKind::Code => self.code_min_span,
         };
         let by_repeats = u64::from(self.required_repeats(period, kind)) * u64::from(period);
         by_repeats.max(u64::from(floor))

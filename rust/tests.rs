@@ -14,6 +14,7 @@ const SMALL: Rules = Rules {
     code_span: 60,
     long_min_repeats: 3,
     min_span: 32,
+    code_min_span: 32,
     single_char_min_span: 40,
     whitespace_min_span: 48,
     min_lines: 3,
@@ -191,7 +192,7 @@ fn trim_keeps_the_clean_prefix_and_the_rest() {
 fn token_ids_at_the_top_of_the_range() {
     // u32::MAX is also the window's filler: it must still count as a unit like any other.
     let mut units = vec![3, 1, 4, 1, 5];
-    units.extend([u32::MAX, 7, u32::MAX - 1].repeat(100));
+    units.extend([u32::MAX, 7, u32::MAX - 1].repeat(300));
     let found = scan_units(&units, &DEFAULT_RULES);
     assert_eq!(found, oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(found.first().map(|f| (f.start, f.period)), Some((5, 3)));

@@ -128,9 +128,14 @@ fn lines_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
 /// `[loopbreak: removed 2040 units: "loadTools." repeated 204 more times (periodic_run)]`.
 fn marker(removal: &Removal, more_follows: bool) -> String {
     const PREVIEW: usize = 60;
-    let block: String = removal.finding.block.iter().filter_map(|&u| char::from_u32(u)).collect();
-    let mut preview: String = block.chars().take(PREVIEW).collect::<String>().escape_debug().to_string();
-    if block.chars().count() > PREVIEW {
+    let block = &removal.finding.block;
+    // Escaped like Rust's debug output; a lone surrogate (no char) as `\u{d800}`.
+    let mut preview: String = block
+        .iter()
+        .take(PREVIEW)
+        .map(|&u| char::from_u32(u).map_or_else(|| format!("\\u{{{u:x}}}"), |c| c.escape_debug().to_string()))
+        .collect();
+    if block.len() > PREVIEW {
         preview.push('…');
     }
     let what = match removal.finding.rule {

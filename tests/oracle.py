@@ -80,8 +80,7 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def required_repeats(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
-    if kind in ("whitespace", "single_char"):
-        return rules.long_min_repeats
+    # Blocks of one visible char or of whitespace need the repeats of code too.
     if kind == "text":
         most, span = rules.min_repeats, rules.text_span
     else:
@@ -94,6 +93,8 @@ def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
         floor = rules.whitespace_min_span
     elif kind == "single_char":
         floor = rules.single_char_min_span
+    elif kind == "code":
+        floor = rules.code_min_span
     else:
         floor = rules.min_span
     return max(required_repeats(rules, period, kind) * period, floor)

@@ -26,6 +26,7 @@ FIELDS = [
     "code_span",
     "long_min_repeats",
     "min_span",
+    "code_min_span",
     "single_char_min_span",
     "whitespace_min_span",
     "min_lines",

@@ -32,9 +32,9 @@ EVERY = 50
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """The address of a local cluster, as light as Ray allows: 2 CPUs, no dashboard, a small
-    object store."""
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20, log_to_driver=False)
+    """The address of a new local cluster (never one already running here), as light as Ray
+    allows: 2 CPUs, no dashboard, a small object store."""
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=256 << 20, log_to_driver=False)
     try:
         yield str(ray.get_runtime_context().gcs_address)
     finally:

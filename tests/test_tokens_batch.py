@@ -13,7 +13,7 @@ import loopbreak
 
 SMALL = loopbreak.Rules(
     max_period=8, max_long_period=40, min_repeats=6, text_span=40, code_min_repeats=8, code_span=60,
-    long_min_repeats=3, min_span=32, single_char_min_span=40, whitespace_min_span=48, min_lines=3,
+    long_min_repeats=3, min_span=32, code_min_span=32, single_char_min_span=40, whitespace_min_span=48, min_lines=3,
     code_min_lines=4,
 )
 

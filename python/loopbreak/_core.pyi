@@ -22,7 +22,9 @@ class Rules:
     - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (512);
     - mostly letters (3 of 4 visible chars), i.e. words in any script: repeats >=
       clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >= ``min_span``;
-    - anything else (code, digits, punctuation): the same with ``code_span`` and ``code_min_repeats``.
+    - anything else (code, digits, punctuation): the same with ``code_span`` and
+      ``code_min_repeats``, span >= ``code_min_span`` (512); blocks of one visible char or of
+      whitespace need these repeats too, on top of their span.
 
     Every block needs at least ``long_min_repeats`` copies. Blocks up to ``max_period`` units are
     reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
@@ -43,10 +45,11 @@ class Rules:
         code_span: int = 2000,
         long_min_repeats: int = 4,
         min_span: int = 64,
+        code_min_span: int = 512,
         single_char_min_span: int = 512,
         whitespace_min_span: int = 2048,
         min_lines: int = 25,
-        code_min_lines: int = 50,
+        code_min_lines: int = 100,
     ) -> None: ...
     @property
     def max_period(self) -> int: ...
@@ -64,6 +67,8 @@ class Rules:
     def long_min_repeats(self) -> int: ...
     @property
     def min_span(self) -> int: ...
+    @property
+    def code_min_span(self) -> int: ...
     @property
     def single_char_min_span(self) -> int: ...
     @property
