@@ -445,7 +445,6 @@ impl Detector {
                 self.trackers.clear();
                 self.trackers.push(kept);
                 self.claim_running = true;
-                self.line_claim = false;
             }
             None => {
                 self.trackers.clear();

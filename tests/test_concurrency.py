@@ -146,16 +146,16 @@ def test_threads_stepping_their_own_slots_of_one_token_streams() -> None:
     streams = TokenStreams()
     slots = [[streams.add() for _ in range(4)] for _ in range(THREADS)]
     rng = random.Random(5)
-    tokens = {slot: [rng.randrange(50) for _ in range(300)] + [7, 8, 9] * 100 for row in slots for slot in row}
+    tokens = {slot: [rng.randrange(50) for _ in range(300)] + [7, 8, 9] * 200 for row in slots for slot in row}
 
     def work(i: int) -> None:
-        for step in range(600):
+        for step in range(900):
             streams.step(slots[i], [tokens[slot][step] for slot in slots[i]])
 
     run_threads(THREADS, work)
     for row in slots:
         for slot in row:
-            assert streams.units_seen(slot) == 600
+            assert streams.units_seen(slot) == 900
             finding = streams.finding(slot)
             expected = scan_tokens(tokens[slot])[0]
             assert finding is not None and finding.to_dict() == expected.to_dict()

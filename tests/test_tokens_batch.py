@@ -107,7 +107,7 @@ def test_token_input_errors(tokens: object, error: type[Exception], message: str
 
 
 def test_token_buffers_of_other_integer_types() -> None:
-    ids = [7, 8, 9] * 60
+    ids = [7, 8, 9] * 300
     expected = loopbreak.TokenDetector().feed(ids)
     assert expected is not None
     for tokens in (array.array("H", ids), np.array(ids, dtype=np.int32), np.array(ids, dtype=np.uint64)):

@@ -26,7 +26,7 @@ def loop_text(i: int) -> str:
         return prefix + f"loadTools{i % 5}. " * 80
     if kind == 1:  # the same line over and over; trailing spaces that vary make it no periodic run
         line = f"- call read_file(path='src/{i % 11}.py')"
-        return prefix + "".join(line + " " * (bin(j).count("1") % 3) + "\n" for j in range(60))
+        return prefix + "".join(line + " " * (bin(j).count("1") % 3) + "\n" for j in range(120))
     # a paragraph longer than max_period, repeated
     paragraph = " ".join(f"sentence {j} of the plan for item {i % 13} is to check the state again." for j in range(4))
     return prefix + (paragraph + "\n") * 6
