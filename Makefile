@@ -13,7 +13,8 @@ demo:
 install:
 	$(PIP) install -q -e '.[test]'
 
-test: install test-rust test-python typecheck
+# Everything: the core, the Python suite, the types, then a real model end to end.
+test: install test-rust test-python typecheck e2e
 
 test-rust:
 	cargo test --release

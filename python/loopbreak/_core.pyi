@@ -181,7 +181,7 @@ class Detector:
     """A streaming detector: feed it text deltas as they arrive.
 
     Findings and their offsets do not depend on how the text is split into deltas. The state is
-    bounded by the rules' window (about 100 KiB at the defaults), not by the stream length; the
+    bounded by the rules' window (about 80 KiB at the defaults, allocated on the first unit), not by the stream length; the
     ``findings`` list grows by one per degenerate region.
     """
 
