@@ -129,12 +129,20 @@ fn lines_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
 fn marker(removal: &Removal, more_follows: bool) -> String {
     const PREVIEW: usize = 60;
     let block = &removal.finding.block;
-    // Escaped like Rust's debug output; a lone surrogate (no char) as `\u{d800}`.
-    let mut preview: String = block
-        .iter()
-        .take(PREVIEW)
-        .map(|&u| char::from_u32(u).map_or_else(|| format!("\\u{{{u:x}}}"), |c| c.escape_debug().to_string()))
-        .collect();
+    // Quotes, backslashes and control chars escaped; a lone surrogate (no char) as `\u{d800}`.
+    let mut preview = String::new();
+    for &u in block.iter().take(PREVIEW) {
+        match char::from_u32(u) {
+            Some('\n') => preview.push_str("\\n"),
+            Some('\t') => preview.push_str("\\t"),
+            Some(c @ ('"' | '\\')) => {
+                preview.push('\\');
+                preview.push(c);
+            }
+            Some(c) if !c.is_control() => preview.push(c),
+            _ => preview.push_str(&format!("\\u{{{u:x}}}")),
+        }
+    }
     if block.len() > PREVIEW {
         preview.push('…');
     }
