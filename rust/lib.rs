@@ -23,7 +23,7 @@ pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
 pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES};
 pub use streams::{NoSuchStream, StreamSet};
-pub use trim::{trim_units, Removal, Trimmed, DEFAULT_KEEP};
+pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 
 #[cfg(any(test, feature = "oracle"))]
 #[doc(hidden)]

@@ -126,7 +126,7 @@ fn lines_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
 
 /// The note left where units were removed, e.g.
 /// `[loopbreak: removed 2040 units: "loadTools." repeated 204 more times (periodic_run)]`.
-fn marker(removal: &Removal, more_follows: bool) -> String {
+pub fn marker(removal: &Removal, more_follows: bool) -> String {
     const PREVIEW: usize = 60;
     let block = &removal.finding.block;
     // Quotes, backslashes and control chars escaped; a lone surrogate (no char) as `\u{d800}`.

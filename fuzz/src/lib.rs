@@ -20,7 +20,6 @@
 //! With the cargo feature `oracle` (which needs the core to export its reference oracle as
 //! `loopbreak::oracle`), chunking and scan also compare with the oracle.
 
-use std::fmt::Write as _;
 
 use arbitrary::Unstructured;
 use loopbreak::{
@@ -541,28 +540,10 @@ pub fn check_scan(data: &[u8]) {
     compare_with_oracle(&units, &rules, detector.window_len(), &found);
 }
 
-/// The marker `trim_units` leaves where it removed units (the format documented in
-/// `_core.pyi`: `[loopbreak: removed N units: "block" repeated R more times (rule)]`).
+/// The marker `trim_units` leaves where it removed units (its format is the core's; this check
+/// is about everything around it).
 pub fn expected_marker(removal: &Removal, more_follows: bool) -> Vec<u32> {
-    let block: String = removal.finding.block.iter().filter_map(|&u| char::from_u32(u)).collect();
-    let mut preview: String = block.chars().take(60).collect::<String>().escape_debug().to_string();
-    if block.chars().count() > 60 {
-        preview.push('…');
-    }
-    let what = if removal.finding.rule == Rule::IdenticalLines { "lines" } else { "times" };
-    let mut s = String::new();
-    write!(
-        s,
-        "\n[loopbreak: removed {} units: \"{preview}\" repeated {} more {what} ({})]",
-        removal.end - removal.start,
-        removal.repeats,
-        removal.finding.rule
-    )
-    .unwrap();
-    if more_follows {
-        s.push('\n');
-    }
-    s.chars().map(u32::from).collect()
+    loopbreak::marker(removal, more_follows).chars().map(u32::from).collect()
 }
 
 /// `trim_units(units, rules, keep)` keeps every unit outside its removals, in place; each
