@@ -31,7 +31,7 @@ impl fmt::Display for Rule {
 
 /// One degenerate region, as it stood when its rule first held. Offsets count units from the
 /// start of the stream (a Python `str` index for text).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Finding {
     pub rule: Rule,
     /// Units in one copy of the block. For `identical_lines`: the line's length without its

@@ -191,8 +191,8 @@ fn rules_arg(rules: Option<&Bound<'_, PyRules>>) -> Rules {
 /// (token ids, `block` is a `list[int]`); everything else is the same.
 macro_rules! finding_class {
     ($class:ident, $name:literal, $block:ident) => {
-        #[pyclass(name = $name, module = "loopbreak", frozen, eq)]
-        #[derive(Clone, PartialEq)]
+        #[pyclass(name = $name, module = "loopbreak", frozen, eq, hash)]
+        #[derive(Clone, PartialEq, Eq, Hash)]
         pub struct $class {
             inner: Finding,
         }

@@ -148,3 +148,10 @@ def test_scan_many_errors() -> None:
         loopbreak.scan_many(["ok", b"bytes"])
     with pytest.raises(ValueError, match="threads must be at least 1"):
         loopbreak.scan_many(["ok"], threads=0)
+
+
+def test_findings_are_hashable_values() -> None:
+    text_findings = {loopbreak.scan("ab" * 100)[0], loopbreak.scan("ab" * 100)[0]}
+    assert len(text_findings) == 1
+    token_finding = loopbreak.TokenDetector().feed([1, 2, 3] * 200)
+    assert token_finding is not None and hash(token_finding) == hash(loopbreak.TokenDetector().feed([1, 2, 3] * 200))

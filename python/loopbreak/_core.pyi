@@ -86,7 +86,7 @@ class Rules:
         """The rules as a dict of field name to value."""
 
 class Finding:
-    """One degenerate region, as it stood when its rule first held (immutable)."""
+    """One degenerate region, as it stood when its rule first held (immutable, hashable)."""
 
     @property
     def rule(self) -> RuleName:
@@ -181,8 +181,8 @@ class Detector:
     """A streaming detector: feed it text deltas as they arrive.
 
     Findings and their offsets do not depend on how the text is split into deltas. The state is
-    bounded by the rules' window (about 80 KiB at the defaults, allocated on the first unit), not by the stream length; the
-    ``findings`` list grows by one per degenerate region.
+    bounded by the rules' window (about 80 KiB at the defaults, allocated on the first unit),
+    not by the stream length; the ``findings`` list grows by one per degenerate region.
     """
 
     def __init__(self, rules: Optional[Rules] = None) -> None: ...
