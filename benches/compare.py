@@ -61,10 +61,23 @@ class Setup:
     delta_chars: int
     repeats: int
     streams: int
+    batch_streams: int
+    batch_steps: int
+    idle_detectors: int
 
 
-FULL = Setup(clean_bytes=corpus.CLEAN_BUDGET, delta_chars=512_000, repeats=5, streams=500)
-QUICK = Setup(clean_bytes=64_000, delta_chars=16_000, repeats=3, streams=100)
+FULL = Setup(
+    clean_bytes=corpus.CLEAN_BUDGET,
+    delta_chars=512_000,
+    repeats=5,
+    streams=500,
+    batch_streams=1024,
+    batch_steps=2000,
+    idle_detectors=10_000,
+)
+QUICK = Setup(
+    clean_bytes=64_000, delta_chars=16_000, repeats=3, streams=100, batch_streams=64, batch_steps=50, idle_detectors=100
+)
 
 
 def pieces(text: str, size: int) -> list[str]:
@@ -134,6 +147,44 @@ def measure_rss_per_stream(name: str, streams: int) -> float:
     return (add_streams() - first) / streams
 
 
+def step_ns_per_stream(streams: int, steps: int, text: str) -> float:
+    """One decode step for `streams` token streams in one `TokenStreams.step` call: ns per stream.
+    Stream i is fed the code points of `text` from offset 97 * i, so the streams differ."""
+    import numpy as np
+
+    batch = loopbreak.TokenStreams()
+    slots = np.array([batch.add() for _ in range(streams)], dtype=np.int64)
+    ids = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    starts = (np.arange(streams) * 97) % (len(ids) - steps)
+    columns = [np.ascontiguousarray(ids[starts + k]) for k in range(steps)]
+    start = time.perf_counter()
+    for tokens in columns:
+        batch.step(slots, tokens)
+    return (time.perf_counter() - start) / (steps * streams) * 1e9
+
+
+def scan_many_seconds(texts: list[str], threads: int) -> float:
+    start = time.perf_counter()
+    loopbreak.scan_many(texts, threads=threads)
+    return time.perf_counter() - start
+
+
+def idle_detectors_rss(count: int) -> float:
+    """RSS bytes that `count` new, never fed `Detector`s add, in a fresh interpreter."""
+    command = [sys.executable, __file__, "--idle-rss", str(count)]
+    return float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def measure_idle_rss(count: int) -> int:
+    gc.collect()
+    before = rss_bytes()
+    detectors = [loopbreak.Detector() for _ in range(count)]
+    gc.collect()
+    grown = rss_bytes() - before
+    assert len(detectors) == count
+    return grown
+
+
 def loop_chars_before_stop(impl: Impl) -> Optional[int]:
     """Fed the incident in 4-char deltas: chars of the loop seen when the first finding came."""
     detector = impl.new()
@@ -156,9 +207,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="a smoke run on a small corpus")
     parser.add_argument("--rss-per-stream", nargs=2, metavar=("IMPL", "STREAMS"), help=argparse.SUPPRESS)
+    parser.add_argument("--idle-rss", type=int, metavar="DETECTORS", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.rss_per_stream:
         print(measure_rss_per_stream(args.rss_per_stream[0], int(args.rss_per_stream[1])))
+        return
+    if args.idle_rss:
+        print(measure_idle_rss(args.idle_rss))
         return
     setup = QUICK if args.quick else FULL
 
@@ -214,6 +269,25 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         print(f"{label:50}" + "".join(f"{v:>12}" for v in values))
     print()
     print("MB = 10^6 bytes of UTF-8. The Python heap peak does not see loopbreak's Rust state; RSS does.")
+    print()
+    print_loopbreak_only(setup, clean_files, clean)
+
+
+def print_loopbreak_only(setup: Setup, clean_files: list[tuple[str, str]], clean: str) -> None:
+    """What the baseline has no counterpart for: batch stepping, threads, idle detectors."""
+    steps = [step_ns_per_stream(setup.batch_streams, setup.batch_steps, clean) for _ in range(setup.repeats)]
+    texts = [text for _, text in clean_files]
+    one, two = (
+        statistics.median(scan_many_seconds(texts, threads) for _ in range(setup.repeats)) for threads in (1, 2)
+    )
+    print(f"{'loopbreak alone':50}{'':>12}")
+    print(f"{f'TokenStreams.step, {setup.batch_streams} streams (ns/stream)':50}{statistics.median(steps):>12.1f}")
+    print(f"{'scan_many, clean files, 1 thread (MB/s)':50}{mb_per_s(clean, one):>12.1f}")
+    print(f"{'scan_many, clean files, 2 threads (MB/s)':50}{mb_per_s(clean, two):>12.1f}")
+    print(f"{'scan_many, 2 threads / 1 thread':50}{one / two:>12.2f}")
+    if sys.platform == "linux":
+        idle = idle_detectors_rss(setup.idle_detectors)
+        print(f"{f'RSS of {setup.idle_detectors:,} idle Detectors (MB)':50}{idle / 1e6:>12.1f}")
     if flags[0]:
         print("loopbreak flagged clean files: " + ", ".join(flags[0]))
 

@@ -1,26 +1,35 @@
-//! The streaming detector: units go in one at a time, findings come out at the unit where their
-//! rule first holds, whatever the chunking.
+//! The streaming detector: units go in a piece at a time, findings come out at the unit where
+//! their rule first holds, whatever the chunking.
 //!
 //! Periodic stretches are found without comparing every period at every unit. A run of period `p`
 //! must hold for `least_required_span(p) - p` units before it can count, so it is enough to look
-//! for it at sampled units, spaced less than that apart: at unit `x` the detector compares a
-//! fingerprint of the last 16 units with the fingerprint `p` units back, for every `p` whose
-//! spacing divides `x` (spacings are powers of two, so the periods due at `x` are one contiguous
-//! range, checked as a vector compare). A fingerprint match is confirmed unit by unit, the run is
-//! traced back to where it starts, and from then on a tracker follows it exactly until it breaks.
-//! Clean text costs a few operations per unit whatever `max_long_period` is, and no run that can
-//! reach its rule is missed, so findings and offsets are exact.
+//! for it at sampled units, spaced less than that apart: at unit `x` the detector compares the
+//! last 16 units with the 16 units `p` before them, for every `p` whose spacing divides `x`
+//! (spacings are powers of two, so the periods due at `x` are one contiguous range: 16 periods
+//! per vector compare, most of them ruled out by the first two units). A run that holds for all
+//! 16 units is traced back to where it starts; if it can still break before its next sample, that
+//! sample looks again, otherwise a tracker follows it exactly until it breaks.
+//!
+//! Units are appended to the window a piece at a time and only the units where something can
+//! happen are visited: sampled units, newlines, and where a followed run breaks or reaches its
+//! span (found by comparing whole vectors). Clean text costs about one vector compare per unit
+//! whatever `max_long_period` is, and no run that can reach its rule is missed, so findings and
+//! offsets are exact.
 
 use std::sync::OnceLock;
 
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
-use crate::rules::{KindCounts, Rules, DEFAULT_RULES, FINGERPRINT_UNITS};
-use crate::window::Window;
+use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
+use crate::lanes::{equal_to, LANES};
+use crate::window::{Window, PIECE};
 
-const K: u64 = FINGERPRINT_UNITS as u64;
-/// Odd multiplier of the rolling fingerprint (wrapping arithmetic).
-const FP_BASE: u32 = 0x9E37_79B1;
+const K: u64 = SAMPLE_UNITS as u64;
+const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
+const NEWLINE: u32 = '\n' as u32;
+/// The order in which `sample` compares the units after the newest and the oldest: each next
+/// unit far from those already compared.
+const SPREAD_ORDER: [usize; 14] = [8, 4, 12, 2, 6, 10, 14, 1, 3, 5, 7, 9, 11, 13];
 
 /// A streaming detector over a sequence of units (code points or token ids).
 #[derive(Clone, Debug)]
@@ -29,15 +38,9 @@ pub struct Detector {
     /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
     /// trailing zero bits.
     due_upto: [u32; 65],
+    /// The fewest trailing zero bits of a sampled unit's index.
+    sample_tier: u32,
     window: Window,
-    /// Fingerprints of the last units in a ring (a power of two longer than the longest
-    /// period), `fingerprints[i & fp_mask]` for unit `i`; 16 bits each: a false match only costs
-    /// a 16-unit comparison.
-    fingerprints: Vec<u16>,
-    fp_mask: usize,
-    fingerprint: u32,
-    /// `FP_BASE^K`, to drop the unit leaving the fingerprint.
-    fp_out: u32,
     trackers: Vec<Tracker>,
     lines: Lines,
     /// A later finding must have its anchor at or after this offset.
@@ -46,7 +49,6 @@ pub struct Detector {
     claim_running: bool,
     /// The line streak that fired is the claim.
     line_claim: bool,
-    units_seen: u64,
     first_finding: Option<Finding>,
     candidates: Vec<Candidate>,
 }
@@ -81,7 +83,7 @@ impl Plan {
     }
 }
 
-/// Follows one periodic run, unit by unit, once sampling has seen it.
+/// Follows one periodic run once sampling has seen it.
 #[derive(Clone, Debug)]
 struct Tracker {
     period: u64,
@@ -92,6 +94,9 @@ struct Tracker {
     /// Whether the block was checked (primitive) and `need` is its own.
     settled: bool,
     fired: bool,
+    /// Every unit before this one repeats the unit `period` before it; the unit here does not,
+    /// unless it is not appended yet.
+    holds_to: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -108,21 +113,16 @@ impl Detector {
         // Working out the plan takes ~100 us; the default rules' is worked out once.
         static DEFAULT_PLAN: OnceLock<Plan> = OnceLock::new();
         let plan = if rules == DEFAULT_RULES { *DEFAULT_PLAN.get_or_init(|| Plan::new(&rules)) } else { Plan::new(&rules) };
-        let fp_out = (0..K).fold(1u32, |power, _| power.wrapping_mul(FP_BASE));
         Detector {
             rules,
             due_upto: plan.due_upto,
+            sample_tier: plan.due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32,
             window: Window::new(plan.window_len),
-            fingerprints: Vec::new(),
-            fp_mask: (rules.max_long_period as usize + 1).next_power_of_two() - 1,
-            fingerprint: 0,
-            fp_out,
             trackers: Vec::new(),
             lines: Lines::new(&rules),
             claim_end: 0,
             claim_running: false,
             line_claim: false,
-            units_seen: 0,
             first_finding: None,
             candidates: Vec::new(),
         }
@@ -133,7 +133,7 @@ impl Detector {
     }
 
     pub fn units_seen(&self) -> u64 {
-        self.units_seen
+        self.window.end()
     }
 
     /// The first finding since creation or the last reset.
@@ -146,55 +146,138 @@ impl Detector {
         self.window.len()
     }
 
+    /// Heap bytes held for this stream (none until the first unit).
+    pub fn heap_bytes(&self) -> usize {
+        self.window.heap_bytes()
+            + self.trackers.capacity() * std::mem::size_of::<Tracker>()
+            + self.candidates.capacity() * std::mem::size_of::<Candidate>()
+    }
+
     /// Forgets everything, as if new.
     pub fn reset(&mut self) {
-        *self = Detector::new(self.rules.clone());
+        *self = Detector::new(self.rules);
     }
 
     /// Feeds text; pushes the findings whose rule first held inside it onto `out`.
     pub fn feed_str(&mut self, text: &str, out: &mut Vec<Finding>) {
-        self.allocate();
-        for ch in text.chars() {
-            self.step(u32::from(ch), out);
+        let mut units = [0u32; PIECE];
+        let mut rest = text;
+        while !rest.is_empty() {
+            // ASCII (most text) widens without decoding.
+            let head = &rest.as_bytes()[..rest.len().min(PIECE)];
+            let ascii = if head.is_ascii() { head.len() } else { head.iter().position(|b| !b.is_ascii()).unwrap_or(0) };
+            let n = if ascii > 0 {
+                for (unit, &byte) in units.iter_mut().zip(&rest.as_bytes()[..ascii]) {
+                    *unit = u32::from(byte);
+                }
+                rest = &rest[ascii..];
+                ascii
+            } else {
+                let mut n = 0;
+                let mut chars = rest.chars();
+                for (unit, ch) in units.iter_mut().zip(chars.by_ref().take(PIECE)) {
+                    *unit = u32::from(ch);
+                    n += 1;
+                }
+                rest = chars.as_str();
+                n
+            };
+            self.feed_piece(&units[..n], out);
         }
     }
 
     /// Feeds units (code points, or token ids); pushes new findings onto `out`.
     pub fn feed_units(&mut self, units: &[u32], out: &mut Vec<Finding>) {
-        self.allocate();
-        for &unit in units {
-            self.step(unit, out);
+        for piece in units.chunks(PIECE) {
+            self.feed_piece(piece, out);
         }
     }
 
     /// Processes one unit.
     pub fn push(&mut self, unit: u32, out: &mut Vec<Finding>) {
-        self.allocate();
-        self.step(unit, out);
+        self.feed_piece(&[unit], out);
     }
 
-    /// The buffers are allocated on the first unit, so an idle detector holds nothing.
-    #[inline]
-    fn allocate(&mut self) {
-        if self.fingerprints.is_empty() {
-            self.window.allocate();
-            self.fingerprints = vec![0; self.fp_mask + 1];
+    /// Appends up to a piece of units to the window, then works through the units where
+    /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
+    /// its span. Nothing happens at the units in between, so skipping them is exact.
+    fn feed_piece(&mut self, piece: &[u32], out: &mut Vec<Finding>) {
+        self.window.allocate();
+        self.lines.before_append(&self.window, piece.len());
+        let first = self.window.end();
+        self.window.append(piece);
+        let end = self.window.end();
+        let mut x = first;
+        let mut newline = self.next_newline(piece, first, x);
+        loop {
+            let mut event = newline.min(self.next_sample(x));
+            for i in 0..self.trackers.len() {
+                event = event.min(self.tracker_event(i, x, end));
+            }
+            if event >= end {
+                break;
+            }
+            self.step(event, out);
+            x = event + 1;
+            if newline < x {
+                newline = self.next_newline(piece, first, x);
+            }
+        }
+        if self.claim_running {
+            self.claim_end = end;
         }
     }
 
-    #[inline]
-    fn step(&mut self, unit: u32, out: &mut Vec<Finding>) {
-        let x = self.units_seen;
-        self.window.push(unit);
-        self.units_seen += 1;
-        self.push_fingerprint(x, unit);
+    /// The first newline at or after `x` in `piece` (which starts at `first`), or `u64::MAX`.
+    fn next_newline(&self, piece: &[u32], first: u64, x: u64) -> u64 {
+        let from = (x - first) as usize;
+        let mut blocks = piece[from..].chunks_exact(LANES);
+        let mut offset = x;
+        for block in blocks.by_ref() {
+            let found = equal_to(block.try_into().expect("a block of LANES"), NEWLINE);
+            if found != 0 {
+                return offset + u64::from(found.trailing_zeros());
+            }
+            offset += LANES as u64;
+        }
+        blocks.remainder().iter().position(|&u| u == NEWLINE).map_or(u64::MAX, |i| offset + i as u64)
+    }
+
+    /// The first unit at or after `x` where sampling is due.
+    fn next_sample(&self, x: u64) -> u64 {
+        if self.claim_running || self.sample_tier >= 64 {
+            return u64::MAX;
+        }
+        let spacing = 1u64 << self.sample_tier;
+        x.max(K).next_multiple_of(spacing)
+    }
+
+    /// The first unit at or after `x` where tracker `i` breaks or reaches its `need`.
+    fn tracker_event(&mut self, i: usize, x: u64, end: u64) -> u64 {
+        let t = &self.trackers[i];
+        let holds_to = self.window.first_break(t.period, t.holds_to.max(x), end);
+        let t = &mut self.trackers[i];
+        t.holds_to = holds_to;
+        let reaches_need = t.start + t.need - 1;
+        if t.fired || reaches_need < x {
+            holds_to
+        } else {
+            holds_to.min(reaches_need)
+        }
+    }
+
+    /// Everything that happens at unit `x`.
+    fn step(&mut self, x: u64, out: &mut Vec<Finding>) {
+        let unit = self.window.at(x);
         if !self.trackers.is_empty() {
             self.follow_trackers(x, unit);
         }
-        if let Some(event) = self.lines.push(x, unit, &self.window) {
-            self.on_line(x, event);
+        if unit == NEWLINE {
+            if let Some(event) = self.lines.on_newline(x, &self.window) {
+                self.on_line(x, event);
+            }
         }
-        if !self.claim_running && self.due_upto[x.trailing_zeros().min(64) as usize] != 0 && x >= K {
+        if !self.claim_running && x >= K && self.due_upto[x.trailing_zeros().min(64) as usize] != 0 {
             self.sample(x);
         }
         if !self.candidates.is_empty() {
@@ -202,22 +285,14 @@ impl Detector {
         }
     }
 
-    fn push_fingerprint(&mut self, x: u64, unit: u32) {
-        // Rolling polynomial over the last K units; `+ 1` keeps unit 0 from vanishing, and the
-        // window's filler (u32::MAX) adds nothing, so the first K units need no special case.
-        let leaving = self.window.back(K).wrapping_add(1);
-        let fp = self.fingerprint.wrapping_mul(FP_BASE).wrapping_add(unit.wrapping_add(1));
-        self.fingerprint = fp.wrapping_sub(self.fp_out.wrapping_mul(leaving));
-        self.fingerprints[x as usize & self.fp_mask] = (self.fingerprint >> 16) as u16;
-    }
-
     fn follow_trackers(&mut self, x: u64, unit: u32) {
         let mut i = 0;
         while i < self.trackers.len() {
             let t = &self.trackers[i];
-            let keep = if self.window.back(t.period) != unit {
+            let keep = if self.window.at(x - t.period) != unit {
                 if t.fired {
                     self.claim_running = false;
+                    self.claim_end = x;
                 }
                 false
             } else if t.fired {
@@ -241,12 +316,12 @@ impl Detector {
     fn settle(&mut self, i: usize, x: u64) -> bool {
         let (period, start) = (self.trackers[i].period, self.trackers[i].start);
         if !self.trackers[i].settled {
-            if !self.is_primitive(x, start, period) {
+            if !self.is_primitive(start, period) {
                 return false;
             }
             let mut counts = KindCounts::default();
-            for back in (x - start + 1 - period..=x - start).rev() {
-                counts.add(self.window.back(back));
+            for pos in x + 1 - period..=x {
+                counts.add(self.window.at(pos));
             }
             let need = self.rules.required_span(period as u32, counts.kind());
             let tracker = &mut self.trackers[i];
@@ -271,11 +346,10 @@ impl Detector {
                 let content_end = line_start + period;
                 let room = (self.window.len() as u64 - 1).saturating_sub(x - content_end);
                 let block_len = period.min(room);
-                let first_back = x - (content_end - block_len);
                 let finding = Finding {
                     rule: Rule::IdenticalLines,
                     period,
-                    block: self.units_back(first_back, block_len),
+                    block: self.window.units(content_end - block_len, content_end),
                     start,
                     repeats,
                     detected_at: x + 1,
@@ -285,84 +359,66 @@ impl Detector {
         }
     }
 
-    /// `len` units, oldest first, the first of them `first_back` places before the newest.
-    fn units_back(&self, first_back: u64, len: u64) -> Vec<u32> {
-        (0..len).map(|i| self.window.back(first_back - i)).collect()
-    }
-
-    /// The block of a run, read from its latest full copy (the first may have left the window).
-    fn last_copy(&self, x: u64, t: &Tracker) -> Vec<u32> {
-        let copies = (x + 1 - t.start) / t.period;
-        let copy_start = t.start + (copies - 1) * t.period;
-        self.units_back(x - copy_start, t.period)
-    }
-
     fn periodic_finding(&self, t: &Tracker, x: u64) -> Finding {
         let rule = if t.period <= u64::from(self.rules.max_period) { Rule::PeriodicRun } else { Rule::LongBlock };
+        // The block is read from the run's latest full copy (the first may have left the window).
+        let copies = (x + 1 - t.start) / t.period;
+        let copy_start = t.start + (copies - 1) * t.period;
         Finding {
             rule,
             period: t.period,
-            block: self.last_copy(x, t),
+            block: self.window.units(copy_start, copy_start + t.period),
             start: t.start,
-            repeats: (x + 1 - t.start) / t.period,
+            repeats: copies,
             detected_at: x + 1,
         }
     }
 
-    /// Compares the fingerprint at `x` with those of every period due at `x`.
+    /// Compares the last 16 units up to `x` with the 16 units `p` before them, for every period
+    /// due at `x`: unit by unit, each as one vector compare across 16 periods at once, dropping
+    /// periods as soon as a unit differs (in text almost all go at the first or second unit).
     fn sample(&mut self, x: u64) {
-        let due = u64::from(self.due_upto[x.trailing_zeros().min(64) as usize]);
-        // The fingerprint `p` back must cover K real units.
-        let due = due.min(x + 1 - K);
-        if due == 0 {
-            return;
-        }
-        let here = x as usize & self.fp_mask;
-        let target = self.fingerprints[here];
-        // Units x - due ..= x - 1 in the ring: one slice, or two where it wraps.
-        let oldest = (x - due) as usize & self.fp_mask;
-        let (first, second) = if oldest < here {
-            (&self.fingerprints[oldest..here], &[][..])
-        } else {
-            (&self.fingerprints[oldest..], &self.fingerprints[..here])
-        };
-        let mut hits: Vec<u64> = Vec::new();
-        for (offset, part) in [(0, first), (first.len(), second)] {
-            const LANES: usize = 32;
-            for (c, chunk) in part.chunks(LANES).enumerate() {
-                // Branch-free test of the whole chunk, so the compiler can vectorise it.
-                if !chunk.iter().fold(false, |any, &f| any | (f == target)) {
-                    continue;
+        let due = u64::from(self.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
+        // `recent[LANES - 1 - back]` is the unit `back` places before `x`.
+        let recent = *self.window.lanes(x + 1 - K);
+        // Lane `i` of a group starting at `lane` stands for period `due - lane - i`.
+        let mut hits = Vec::new();
+        let mut lane = 0;
+        while lane < due {
+            let n = (due - lane).min(LANES as u64);
+            let slot = self.window.slot(x - due + lane);
+            let compare = |back: usize| equal_to(self.window.lanes_back(slot, back), recent[LANES - 1 - back]);
+            // Neighbouring units agree together (indentation, common words); units far apart
+            // rarely do, so the first two compares, done without a branch, drop almost all.
+            let mut alive = compare(0) & compare(LANES - 1) & (u32::MAX >> (32 - n));
+            for &back in &SPREAD_ORDER {
+                if alive == 0 {
+                    break;
                 }
-                for (j, &f) in chunk.iter().enumerate() {
-                    if f == target {
-                        hits.push(due - (offset + c * LANES + j) as u64);
-                    }
-                }
+                alive &= compare(back);
             }
+            while alive != 0 {
+                hits.push(due - lane - u64::from(alive.trailing_zeros()));
+                alive &= alive - 1;
+            }
+            lane += n;
         }
         for p in hits {
             self.try_track(x, p);
         }
     }
 
-    /// A fingerprint `p` back matched at `x`: confirm it and follow the run if it can count.
+    /// The last 16 units up to `x` repeat those `p` before them: follow the run if it can count.
     fn try_track(&mut self, x: u64, p: u64) {
         // A run of a divisor of `p` that covers the last 2p units holds every p-run through
         // here, and its block is a power of the shorter one: nothing to trace.
-        if self.trackers.iter().any(|t| t.period == p || (p % t.period == 0 && x >= t.start + 2 * p)) {
-            return;
-        }
-        if (0..K).any(|m| self.window.back(m) != self.window.back(m + p)) {
+        if self.trackers.iter().any(|t| t.period == p || (x >= t.start + 2 * p && p % t.period == 0)) {
             return;
         }
         // Trace the run back: `first` is its first unit equal to the one `p` before it.
-        let oldest = self.units_seen - self.units_seen.min(self.window.len() as u64);
+        let oldest = (x + 1).saturating_sub(self.window.len() as u64);
         let floor = p.max(oldest + p);
-        let mut first = x + 1 - K;
-        while first > floor && self.unit_at(x, first - 1) == self.unit_at(x, first - 1 - p) {
-            first -= 1;
-        }
+        let first = self.window.run_start(p, floor, x + 1 - K);
         if first == floor && first != p {
             // The run is older than the window, so it was followed (or ruled out) already.
             return;
@@ -371,7 +427,7 @@ impl Detector {
             return;
         }
         let start = first - p;
-        if self.trackers.iter().any(|t| p % t.period == 0 && t.start <= start) {
+        if self.trackers.iter().any(|t| t.start <= start && p % t.period == 0) {
             // A shorter period covers this block: it is a power of a shorter one.
             return;
         }
@@ -381,19 +437,25 @@ impl Detector {
             // (its block is a power of a shorter one).
             return;
         }
-        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false });
+        // A run that, if it goes on, is sampled again before it can count is left to that
+        // sample: most runs break first, and are never followed at all.
+        if x + self.spacing(p) < start + need {
+            return;
+        }
+        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, holds_to: x + 1 });
         if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
             self.trackers.pop();
         }
     }
 
-    #[inline]
-    fn unit_at(&self, x: u64, index: u64) -> u32 {
-        self.window.back(x - index)
+    /// Units between two samples of period `p`.
+    fn spacing(&self, p: u64) -> u64 {
+        let tier = self.due_upto.iter().position(|&due| u64::from(due) >= p).expect("p is sampled");
+        1 << tier
     }
 
     /// Whether `units[start..start + p]` is not a power of a shorter block.
-    fn is_primitive(&self, x: u64, start: u64, p: u64) -> bool {
+    fn is_primitive(&self, start: u64, p: u64) -> bool {
         let mut rest = p;
         let mut factor = 2;
         while rest > 1 {
@@ -402,7 +464,7 @@ impl Detector {
             }
             if rest % factor == 0 {
                 let q = p / factor;
-                if (start + q..start + p).all(|i| self.unit_at(x, i) == self.unit_at(x, i - q)) {
+                if self.window.first_break(q, start + q, start + p) == start + p {
                     return false;
                 }
                 while rest % factor == 0 {
@@ -457,7 +519,7 @@ impl Detector {
 
 /// Every finding in `units`, as a detector fed them would report.
 pub fn scan_units(units: &[u32], rules: &Rules) -> Vec<Finding> {
-    let mut detector = Detector::new(rules.clone());
+    let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
     detector.feed_units(units, &mut out);
     out
@@ -465,7 +527,7 @@ pub fn scan_units(units: &[u32], rules: &Rules) -> Vec<Finding> {
 
 /// Every finding in `text` (offsets in code points).
 pub fn scan_str(text: &str, rules: &Rules) -> Vec<Finding> {
-    let mut detector = Detector::new(rules.clone());
+    let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
     detector.feed_str(text, &mut out);
     out

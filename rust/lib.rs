@@ -9,6 +9,7 @@
 mod batch;
 mod detector;
 mod finding;
+mod lanes;
 mod lines;
 mod rules;
 mod streams;

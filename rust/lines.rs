@@ -1,12 +1,12 @@
-//! The identical-lines rule, one unit at a time. Each line is reduced to a 64-bit hash of its
-//! content (trailing whitespace ignored) as it streams; two lines with equal hash and length are
-//! then compared unit by unit when both are still in the window, so equality is exact for every
-//! line shorter than the window and a 64-bit hash match beyond it.
+//! The identical-lines rule, one line end at a time. Units between line ends cost nothing here:
+//! at a newline the line's content (trailing whitespace dropped) is read back from the window and
+//! compared with the streak's line. A line whose start would leave the window before its end
+//! arrives is folded into a 64-bit hash as it leaves, and so is a streak line about to leave; two
+//! lines are then compared on hash and length. Equality is exact while both lines are held.
 
-use crate::rules::{is_whitespace, KindCounts, Rules};
+use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
 use crate::window::Window;
 
-const NEWLINE: u32 = '\n' as u32;
 /// Odd multiplier of the line hash (from splitmix64).
 const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
 
@@ -21,10 +21,10 @@ pub enum LineEvent {
     Reached { start: u64, line_start: u64, period: u64, repeats: u64 },
 }
 
-/// A line so far. The hash runs over every unit; `content_*` is its value at the last visible
-/// unit, so trailing whitespace drops out without being kept aside.
+/// A line folded a slice at a time. `content_*` is its value at the last visible unit, so
+/// trailing whitespace drops out without being kept aside.
 #[derive(Clone, Copy, Debug, Default)]
-struct Line {
+struct Folded {
     hash: u64,
     len: u64,
     content_hash: u64,
@@ -34,88 +34,142 @@ struct Line {
     kind: KindCounts,
 }
 
-impl Line {
-    #[inline]
-    fn push(&mut self, unit: u32) {
-        self.hash = (self.hash ^ (u64::from(unit) + 1)).wrapping_mul(MIX);
-        self.len += 1;
-        if is_whitespace(unit) {
-            self.pending_whitespace += 1;
-            return;
-        }
-        self.content_hash = self.hash;
-        self.content_len = self.len;
-        self.kind.add_whitespace(std::mem::take(&mut self.pending_whitespace));
-        self.kind.add(unit);
+impl Folded {
+    fn extend(&mut self, window: &Window, from: u64, to: u64) {
+        let (older, newer) = window.slices(from, to);
+        self.extend_slice(older);
+        self.extend_slice(newer);
     }
+
+    fn extend_slice(&mut self, units: &[u32]) {
+        let Some(last_visible) = units.iter().rposition(|&unit| !is_whitespace(unit)) else {
+            self.hash_units(units);
+            self.pending_whitespace += units.len() as u64;
+            return;
+        };
+        let (content, trailing) = units.split_at(last_visible + 1);
+        self.kind.add_whitespace(std::mem::take(&mut self.pending_whitespace));
+        self.kind.add_all(content);
+        self.hash_units(content);
+        (self.content_hash, self.content_len) = (self.hash, self.len);
+        self.hash_units(trailing);
+        self.pending_whitespace = trailing.len() as u64;
+    }
+
+    fn hash_units(&mut self, units: &[u32]) {
+        let mut hash = self.hash;
+        for &unit in units {
+            hash = (hash ^ (u64::from(unit) + 1)).wrapping_mul(MIX);
+        }
+        self.hash = hash;
+        self.len += units.len() as u64;
+    }
+}
+
+/// The run of identical lines the latest lines belong to.
+#[derive(Clone, Copy, Debug)]
+struct Streak {
+    /// Where its first and its latest line start.
+    start: u64,
+    last_start: u64,
+    content_len: u64,
+    /// The line's hash, once a copy of it had to leave the window.
+    hash: Option<u64>,
+    /// The line's kind, once the streak is long enough to ask.
+    kind: Option<BlockKind>,
+    count: u64,
 }
 
 #[derive(Clone, Debug)]
 pub struct Lines {
     rules: Rules,
-    current: Line,
     current_start: u64,
-    /// The streak: its line's (hash, len), where its first and its latest line start, how many.
-    streak_key: Option<(u64, u64)>,
-    streak_start: u64,
-    streak_last_start: u64,
-    streak_count: u64,
+    /// The part of the current line that already left the window (empty for most lines).
+    current: Folded,
+    streak: Option<Streak>,
 }
 
 impl Lines {
     pub fn new(rules: &Rules) -> Lines {
-        Lines {
-            rules: *rules,
-            current: Line::default(),
-            current_start: 0,
-            streak_key: None,
-            streak_start: 0,
-            streak_last_start: 0,
-            streak_count: 0,
+        Lines { rules: *rules, current_start: 0, current: Folded::default(), streak: None }
+    }
+
+    /// Before `n` units are appended to `window`: folds what they would push out of it.
+    pub fn before_append(&mut self, window: &Window, n: usize) {
+        let leaving = window.oldest_after(n);
+        let folded_to = self.current_start + self.current.len;
+        if folded_to < leaving {
+            self.current.extend(window, folded_to, leaving);
+        }
+        if let Some(streak) = &mut self.streak {
+            if streak.hash.is_none() && streak.last_start < leaving {
+                streak.hash = Some(hash_of(window, streak.last_start, streak.content_len));
+            }
         }
     }
 
-    /// Takes unit `x` (already pushed to `window`); reports what a completed line did to the
-    /// streak.
-    #[inline]
-    pub fn push(&mut self, x: u64, unit: u32, window: &Window) -> Option<LineEvent> {
-        if unit != NEWLINE {
-            self.current.push(unit);
-            return None;
-        }
-        let line = std::mem::take(&mut self.current);
+    /// Unit `x` of `window` is a newline: reports what the line it ends did to the streak.
+    pub fn on_newline(&mut self, x: u64, window: &Window) -> Option<LineEvent> {
         let line_start = std::mem::replace(&mut self.current_start, x + 1);
-        if line.content_len == 0 {
+        let mut folded = std::mem::take(&mut self.current);
+        let (content_len, hash, kind) = if folded.len > 0 {
+            folded.extend(window, line_start + folded.len, x);
+            (folded.content_len, Some(folded.content_hash), Some(folded.kind.kind()))
+        } else {
+            let mut end = x;
+            while end > line_start && is_whitespace(window.at(end - 1)) {
+                end -= 1;
+            }
+            (end - line_start, None, None)
+        };
+        if content_len == 0 {
             // Blank lines do not break a streak.
             return None;
         }
-        let key = (line.content_hash, line.content_len);
-        if self.streak_key != Some(key) || !same_in_window(window, x, self.streak_last_start, line_start, line.content_len) {
-            self.streak_key = Some(key);
-            self.streak_start = line_start;
-            self.streak_last_start = line_start;
-            self.streak_count = 1;
+        let same = match self.streak {
+            Some(streak) if streak.content_len == content_len => match (streak.hash, hash) {
+                (None, None) => (0..content_len).all(|i| window.at(streak.last_start + i) == window.at(line_start + i)),
+                (known, new) => {
+                    let hash_at = |start| hash_of(window, start, content_len);
+                    known.unwrap_or_else(|| hash_at(streak.last_start)) == new.unwrap_or_else(|| hash_at(line_start))
+                }
+            },
+            _ => false,
+        };
+        let Some(streak) = self.streak.as_mut().filter(|_| same) else {
+            self.streak = Some(Streak { start: line_start, last_start: line_start, content_len, hash, kind, count: 1 });
             return Some(LineEvent::NewStreak);
+        };
+        streak.count += 1;
+        streak.last_start = line_start;
+        streak.hash = streak.hash.or(hash);
+        streak.kind = streak.kind.or(kind);
+        let fewest = self.rules.min_lines.min(self.rules.code_min_lines);
+        if streak.count < u64::from(fewest) {
+            return Some(LineEvent::Continued);
         }
-        self.streak_count += 1;
-        self.streak_last_start = line_start;
-        if self.streak_count == u64::from(self.rules.required_lines(line.kind.kind())) {
+        let kind = *streak.kind.get_or_insert_with(|| {
+            let mut counts = KindCounts::default();
+            let (older, newer) = window.slices(line_start, line_start + content_len);
+            counts.add_all(older);
+            counts.add_all(newer);
+            counts.kind()
+        });
+        if streak.count == u64::from(self.rules.required_lines(kind)) {
             return Some(LineEvent::Reached {
-                start: self.streak_start,
+                start: streak.start,
                 line_start,
-                period: line.content_len,
-                repeats: self.streak_count,
+                period: content_len,
+                repeats: streak.count,
             });
         }
         Some(LineEvent::Continued)
     }
 }
 
-/// Whether the `len` units from `a` equal those from `b` (`a < b`), where the window (newest
-/// unit `x`) still holds `a`; lines beyond the window are taken as equal on their hash.
-fn same_in_window(window: &Window, x: u64, a: u64, b: u64, len: u64) -> bool {
-    if x - a >= window.len() as u64 {
-        return true;
-    }
-    (0..len).all(|i| window.back(x - a - i) == window.back(x - b - i))
+/// The hash of a line's content held in the window (as [`Folded`] would give).
+fn hash_of(window: &Window, start: u64, content_len: u64) -> u64 {
+    let mut line = Folded::default();
+    line.extend(window, start, start + content_len);
+    line.content_hash
 }

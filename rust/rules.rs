@@ -82,9 +82,9 @@ impl Default for Rules {
     }
 }
 
-/// The width (units) of the fingerprints the detector samples; a finding must hold at least this
+/// The units the detector compares at a sample (one vector of lanes); a finding must hold at least this
 /// many matching units past its first copy, which bounds `min_span` from below.
-pub const FINGERPRINT_UNITS: u32 = 16;
+pub const SAMPLE_UNITS: u32 = 16;
 
 /// A rule value that cannot work, with the reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,10 +102,42 @@ impl std::error::Error for RulesError {}
 /// lone surrogate is not.
 #[inline]
 pub fn is_whitespace(unit: u32) -> bool {
-    match unit {
-        0x21..=0x7F => false,
-        0..=0x20 => matches!(unit, 0x09..=0x0D | 0x20),
-        _ => char::from_u32(unit).is_some_and(char::is_whitespace),
+    classify(unit) == UnitClass::Whitespace
+}
+
+/// What one unit counts as when a block's kind is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnitClass {
+    Whitespace,
+    Letter,
+    Other,
+}
+
+/// ASCII, looked up: most text is.
+const ASCII_CLASSES: [UnitClass; 128] = {
+    let mut classes = [UnitClass::Other; 128];
+    let mut u = 0;
+    while u < 128 {
+        let c = u as u8;
+        if c.is_ascii_alphabetic() {
+            classes[u] = UnitClass::Letter;
+        } else if matches!(c, 0x09..=0x0D | 0x20) {
+            classes[u] = UnitClass::Whitespace;
+        }
+        u += 1;
+    }
+    classes
+};
+
+#[inline]
+pub fn classify(unit: u32) -> UnitClass {
+    if let Some(&class) = ASCII_CLASSES.get(unit as usize) {
+        return class;
+    }
+    match char::from_u32(unit) {
+        Some(c) if c.is_whitespace() => UnitClass::Whitespace,
+        Some(c) if c.is_alphabetic() => UnitClass::Letter,
+        _ => UnitClass::Other,
     }
 }
 
@@ -141,30 +173,61 @@ pub struct KindCounts {
     whitespace: u64,
     visible: u64,
     letters: u64,
-    first_visible: Option<u32>,
-    one_visible_char: bool,
+    first_visible: u32,
+    /// Some visible unit differs from the first (meaningless while `visible == 0`).
+    mixed_visible: bool,
 }
 
 impl KindCounts {
     #[inline]
     pub fn add(&mut self, unit: u32) {
-        if is_whitespace(unit) {
-            self.whitespace += 1;
+        match classify(unit) {
+            UnitClass::Whitespace => self.whitespace += 1,
+            class => self.add_visible(unit, class == UnitClass::Letter),
+        }
+    }
+
+    /// Counts every unit of `units`; ASCII in passes the compiler vectorises.
+    pub fn add_all(&mut self, units: &[u32]) {
+        if units.iter().fold(0, |all, &unit| all | unit) >= 0x80 {
+            units.iter().for_each(|&unit| self.add(unit));
             return;
         }
-        self.visible += 1;
-        let letter = match unit {
-            0..=0x7F => (unit | 0x20).wrapping_sub(u32::from(b'a')) < 26,
-            _ => char::from_u32(unit).is_some_and(char::is_alphabetic),
+        let is_space = |unit: u32| unit == 0x20 || unit.wrapping_sub(0x09) < 5;
+        let Some(&first) = units.iter().find(|&&unit| !is_space(unit)) else {
+            self.whitespace += units.len() as u64;
+            return;
         };
-        self.letters += u64::from(letter);
-        match self.first_visible {
-            None => {
-                self.first_visible = Some(unit);
-                self.one_visible_char = true;
-            }
-            Some(first) => self.one_visible_char &= first == unit,
+        if self.visible == 0 {
+            self.first_visible = first;
         }
+        let target = self.first_visible;
+        // One branch-free pass (32-bit lanes, so it vectorises): whitespace, letters, and
+        // visible units unlike the first.
+        let (mut whitespace, mut letters, mut unlike) = (0u64, 0u64, 0u64);
+        for block in units.chunks(1 << 16) {
+            let (w, l, d) = block.iter().fold((0u32, 0u32, 0u32), |(w, l, d), &unit| {
+                let space = is_space(unit);
+                let letter = (unit | 0x20).wrapping_sub(u32::from(b'a')) < 26;
+                (w + u32::from(space), l + u32::from(letter), d + u32::from(!space & (unit != target)))
+            });
+            (whitespace, letters, unlike) = (whitespace + u64::from(w), letters + u64::from(l), unlike + u64::from(d));
+        }
+        self.mixed_visible |= unlike > 0;
+        self.whitespace += whitespace;
+        self.visible += units.len() as u64 - whitespace;
+        self.letters += letters;
+    }
+
+    /// Counts a unit already known not to be whitespace.
+    #[inline]
+    pub fn add_visible(&mut self, unit: u32, letter: bool) {
+        self.letters += u64::from(letter);
+        if self.visible == 0 {
+            self.first_visible = unit;
+        }
+        self.visible += 1;
+        self.mixed_visible |= self.first_visible != unit;
     }
 
     /// Counts `n` whitespace units at once (a line's whitespace, once it proves not trailing).
@@ -175,7 +238,7 @@ impl KindCounts {
     pub fn kind(&self) -> BlockKind {
         if self.visible == 0 {
             BlockKind::Whitespace
-        } else if self.one_visible_char {
+        } else if !self.mixed_visible {
             BlockKind::SingleChar
         } else if 4 * self.letters >= 3 * self.visible && 2 * self.whitespace <= self.visible {
             BlockKind::Text
@@ -219,7 +282,7 @@ impl Rules {
                 self.long_min_repeats, self.max_long_period
             ));
         }
-        let least_span = 2 * FINGERPRINT_UNITS;
+        let least_span = 2 * SAMPLE_UNITS;
         for (name, value) in [
             ("min_span", self.min_span),
             ("code_min_span", self.code_min_span),

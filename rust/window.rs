@@ -1,49 +1,163 @@
-//! The last units of a stream, in a ring: what the rules look back at.
+//! The last units of a stream in a ring, addressed by their position in the stream.
+//!
+//! Units are appended a piece at a time, ahead of the detector working through them, so the
+//! ring holds the rules' window plus one piece. Its first [`LANES`] slots are copied past its
+//! end, so the 16 units from any position can be read as one array (and compared as a vector).
 
-/// What the ring holds before units fill it: no code point, and `+ 1` of it is 0.
-pub const FILLER: u32 = u32::MAX;
+use crate::lanes::{equal_pairs, LANES};
+
+const MIRROR: usize = LANES;
+/// The most units appended at once: the detector works through them before the next piece.
+pub const PIECE: usize = 512;
 
 #[derive(Clone, Debug)]
 pub struct Window {
-    /// Allocated on the first unit, so an idle detector holds nothing.
+    /// The ring then the mirror; allocated on the first unit, so an idle detector holds nothing.
     buf: Vec<u32>,
+    /// Units of history the rules need behind the unit being worked on.
     len: usize,
-    /// Where the next unit goes.
+    /// Ring slots: `len` plus one piece.
+    cap: usize,
+    /// The slot of the next unit.
     head: usize,
+    /// Units appended so far: the position of the next unit.
+    end: u64,
 }
 
 impl Window {
     pub fn new(len: usize) -> Window {
-        Window { buf: Vec::new(), len, head: 0 }
+        Window { buf: Vec::new(), len, cap: len + PIECE, head: 0, end: 0 }
     }
 
+    /// Units of history the rules need (the ring holds more).
     pub fn len(&self) -> usize {
         self.len
     }
 
-    /// Allocates the ring, filled with `FILLER`.
+    /// The position of the next unit.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// The first position the ring still holds.
+    pub fn oldest(&self) -> u64 {
+        self.end.saturating_sub(self.cap as u64)
+    }
+
+    /// The first position still held once `n` more units are appended.
+    pub fn oldest_after(&self, n: usize) -> u64 {
+        (self.end + n as u64).saturating_sub(self.cap as u64)
+    }
+
     pub fn allocate(&mut self) {
         if self.buf.is_empty() {
-            self.buf = vec![FILLER; self.len];
+            self.buf = vec![0; self.cap + MIRROR];
         }
     }
 
-    /// Pushes a unit; the ring must be allocated.
+    /// Bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.buf.capacity() * std::mem::size_of::<u32>()
+    }
+
+    /// Appends at most [`PIECE`] units; the ring must be allocated.
+    pub fn append(&mut self, units: &[u32]) {
+        debug_assert!(units.len() <= PIECE);
+        let first = units.len().min(self.cap - self.head);
+        self.buf[self.head..self.head + first].copy_from_slice(&units[..first]);
+        self.buf[..units.len() - first].copy_from_slice(&units[first..]);
+        if self.head < MIRROR || first < units.len() {
+            self.buf.copy_within(..MIRROR, self.cap);
+        }
+        self.head = (self.head + units.len()) % self.cap;
+        self.end += units.len() as u64;
+    }
+
+    /// The unit at `pos`.
     #[inline]
-    pub fn push(&mut self, unit: u32) {
-        self.buf[self.head] = unit;
-        self.head += 1;
-        if self.head == self.len {
-            self.head = 0;
+    pub fn at(&self, pos: u64) -> u32 {
+        self.buf[self.slot(pos)]
+    }
+
+    /// The 16 slots from `pos`'s: the units from `pos` as far as they are appended (the lanes
+    /// past the newest unit hold stale values, for the caller to mask).
+    #[inline]
+    pub fn lanes(&self, pos: u64) -> &[u32; LANES] {
+        self.lanes_back(self.slot(pos), 0)
+    }
+
+    /// [`Window::lanes`] of the position `back` before the one at `slot` (`back <= len`),
+    /// without working out the slot again.
+    #[inline]
+    pub fn lanes_back(&self, slot: usize, back: usize) -> &[u32; LANES] {
+        let slot = if slot >= back { slot - back } else { slot + self.cap - back };
+        debug_assert!(slot < self.cap);
+        // SAFETY: `slot < cap` and the buffer holds `cap + LANES` units.
+        unsafe { &*self.buf.as_ptr().add(slot).cast::<[u32; LANES]>() }
+    }
+
+    /// The slot of a held position, for [`Window::lanes_back`].
+    #[inline]
+    pub fn slot(&self, pos: u64) -> usize {
+        debug_assert!(pos < self.end && pos >= self.oldest(), "{pos} not held");
+        let back = (self.end - pos) as usize;
+        if self.head >= back {
+            self.head - back
+        } else {
+            self.head + self.cap - back
         }
     }
 
-    /// The unit `back` places before the newest (`back == 0` is the newest).
-    #[inline]
-    pub fn back(&self, back: u64) -> u32 {
-        debug_assert!((back as usize) < self.len);
-        let back = back as usize + 1;
-        let idx = if self.head >= back { self.head - back } else { self.head + self.len - back };
-        self.buf[idx]
+    /// The held units `from..to`, oldest first, as one or two slices of the ring.
+    pub fn slices(&self, from: u64, to: u64) -> (&[u32], &[u32]) {
+        if from == to {
+            return (&[], &[]);
+        }
+        let (first, last) = (self.slot(from), self.slot(to - 1));
+        if first <= last {
+            (&self.buf[first..=last], &[])
+        } else {
+            (&self.buf[first..self.cap], &self.buf[..=last])
+        }
+    }
+
+    /// The units `from..to`, oldest first.
+    pub fn units(&self, from: u64, to: u64) -> Vec<u32> {
+        let (a, b) = self.slices(from, to);
+        [a, b].concat()
+    }
+
+    /// The first position in `from..to` whose unit differs from the one `period` before it, or
+    /// `to`.
+    pub fn first_break(&self, period: u64, from: u64, to: u64) -> u64 {
+        let mut pos = from;
+        while pos < to {
+            let n = ((to - pos) as usize).min(LANES);
+            let held = u32::MAX >> (32 - n);
+            let differ = !equal_pairs(self.lanes(pos), self.lanes(pos - period)) & held;
+            if differ != 0 {
+                return pos + u64::from(differ.trailing_zeros());
+            }
+            pos += n as u64;
+        }
+        to
+    }
+
+    /// The first position `p` in `floor..=to` such that every unit in `p..to` repeats the unit
+    /// `period` before it (going back from `to`, the position after the last break).
+    pub fn run_start(&self, period: u64, floor: u64, to: u64) -> u64 {
+        let mut pos = to;
+        while pos > floor {
+            let n = ((pos - floor) as usize).min(LANES);
+            let from = pos - n as u64;
+            // The lanes past `pos` are masked off; they are read but not judged.
+            let held = u32::MAX >> (32 - n);
+            let differ = !equal_pairs(self.lanes(from), self.lanes(from - period)) & held;
+            if differ != 0 {
+                return from + u64::from(32 - differ.leading_zeros());
+            }
+            pos = from;
+        }
+        floor
     }
 }

@@ -122,7 +122,7 @@ VALUE_ERRORS: list[tuple[str, Callable[[], object]]] = [
     ("Rules negative", lambda: Rules(min_lines=-1)),
     ("Rules zero period", lambda: Rules(max_period=0)),
     ("Rules one line", lambda: Rules(min_lines=1)),
-    ("Rules span below the fingerprint", lambda: Rules(min_span=31)),
+    ("Rules span below the sampled units", lambda: Rules(min_span=31)),
     ("Rules period above its limit", lambda: Rules(max_long_period=65537)),
     ("Rules span above its limit", lambda: Rules(text_span=2**24 + 1)),
     ("Rules long period below period", lambda: Rules(max_period=200, max_long_period=100)),
