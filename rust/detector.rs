@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
 use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
-use crate::lanes::{equal_to, LANES};
+use crate::lanes::{Unit, LANES};
 use crate::window::{Window, PIECE};
 
 const K: u64 = SAMPLE_UNITS as u64;
@@ -34,13 +34,26 @@ const SPREAD_ORDER: [usize; 14] = [8, 4, 12, 2, 6, 10, 14, 1, 3, 5, 7, 9, 11, 13
 /// A streaming detector over a sequence of units (code points or token ids).
 #[derive(Clone, Debug)]
 pub struct Detector {
+    core: Storage,
+}
+
+/// A stream's units are stored narrow until one does not fit.
+#[derive(Clone, Debug)]
+enum Storage {
+    Narrow(Core<u16>),
+    Wide(Core<u32>),
+}
+
+/// Everything the detector knows, over a window storing units as `T`.
+#[derive(Clone, Debug)]
+struct Core<T: Unit> {
     rules: Rules,
     /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
     /// trailing zero bits.
     due_upto: [u32; 65],
     /// The fewest trailing zero bits of a sampled unit's index.
     sample_tier: u32,
-    window: Window,
+    window: Window<T>,
     trackers: Vec<Tracker>,
     lines: Lines,
     /// A later finding must have its anchor at or after this offset.
@@ -106,56 +119,48 @@ struct Candidate {
     tracker: Option<usize>,
 }
 
+/// Calls `$body` with `$core` bound to the detector's core, whatever it stores.
+macro_rules! with_core {
+    ($detector:expr, $core:ident => $body:expr) => {
+        match $detector {
+            Storage::Narrow($core) => $body,
+            Storage::Wide($core) => $body,
+        }
+    };
+}
+
 impl Detector {
     /// A detector with the given rules (which must have passed [`Rules::validate`]).
     pub fn new(rules: Rules) -> Detector {
-        debug_assert!(rules.validate().is_ok());
-        // Working out the plan takes ~100 us; the default rules' is worked out once.
-        static DEFAULT_PLAN: OnceLock<Plan> = OnceLock::new();
-        let plan = if rules == DEFAULT_RULES { *DEFAULT_PLAN.get_or_init(|| Plan::new(&rules)) } else { Plan::new(&rules) };
-        Detector {
-            rules,
-            due_upto: plan.due_upto,
-            sample_tier: plan.due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32,
-            window: Window::new(plan.window_len),
-            trackers: Vec::new(),
-            lines: Lines::new(&rules),
-            claim_end: 0,
-            claim_running: false,
-            line_claim: false,
-            first_finding: None,
-            candidates: Vec::new(),
-        }
+        Detector { core: Storage::Narrow(Core::new(rules)) }
     }
 
     pub fn rules(&self) -> &Rules {
-        &self.rules
+        with_core!(&self.core, core => &core.rules)
     }
 
     pub fn units_seen(&self) -> u64 {
-        self.window.end()
+        with_core!(&self.core, core => core.window.end())
     }
 
     /// The first finding since creation or the last reset.
     pub fn finding(&self) -> Option<&Finding> {
-        self.first_finding.as_ref()
+        with_core!(&self.core, core => core.first_finding.as_ref())
     }
 
     /// Units of history the detector keeps: a line longer than this is reported by its tail.
     pub fn window_len(&self) -> usize {
-        self.window.len()
+        with_core!(&self.core, core => core.window.len())
     }
 
     /// Heap bytes held for this stream (none until the first unit).
     pub fn heap_bytes(&self) -> usize {
-        self.window.heap_bytes()
-            + self.trackers.capacity() * std::mem::size_of::<Tracker>()
-            + self.candidates.capacity() * std::mem::size_of::<Candidate>()
+        with_core!(&self.core, core => core.heap_bytes())
     }
 
     /// Forgets everything, as if new.
     pub fn reset(&mut self) {
-        *self = Detector::new(self.rules);
+        *self = Detector::new(*self.rules());
     }
 
     /// Feeds text; pushes the findings whose rule first held inside it onto `out`.
@@ -198,6 +203,43 @@ impl Detector {
         self.feed_piece(&[unit], out);
     }
 
+    fn feed_piece(&mut self, piece: &[u32], out: &mut Vec<Finding>) {
+        if let Storage::Narrow(core) = &self.core {
+            if !u16::holds(piece) {
+                self.core = Storage::Wide(core.widen());
+            }
+        }
+        with_core!(&mut self.core, core => core.feed_piece(piece, out));
+    }
+}
+
+impl<T: Unit> Core<T> {
+    fn new(rules: Rules) -> Core<T> {
+        debug_assert!(rules.validate().is_ok());
+        // Working out the plan takes ~100 us; the default rules' is worked out once.
+        static DEFAULT_PLAN: OnceLock<Plan> = OnceLock::new();
+        let plan = if rules == DEFAULT_RULES { *DEFAULT_PLAN.get_or_init(|| Plan::new(&rules)) } else { Plan::new(&rules) };
+        Core {
+            rules,
+            due_upto: plan.due_upto,
+            sample_tier: plan.due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32,
+            window: Window::new(plan.window_len),
+            trackers: Vec::new(),
+            lines: Lines::new(&rules),
+            claim_end: 0,
+            claim_running: false,
+            line_claim: false,
+            first_finding: None,
+            candidates: Vec::new(),
+        }
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.window.heap_bytes()
+            + self.trackers.capacity() * std::mem::size_of::<Tracker>()
+            + self.candidates.capacity() * std::mem::size_of::<Candidate>()
+    }
+
     /// Appends up to a piece of units to the window, then works through the units where
     /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
     /// its span. Nothing happens at the units in between, so skipping them is exact.
@@ -234,7 +276,7 @@ impl Detector {
         let mut blocks = piece[from..].chunks_exact(LANES);
         let mut offset = x;
         for block in blocks.by_ref() {
-            let found = equal_to(block.try_into().expect("a block of LANES"), NEWLINE);
+            let found = u32::equal_to(block.try_into().expect("a block of LANES"), NEWLINE);
             if found != 0 {
                 return offset + u64::from(found.trailing_zeros());
             }
@@ -387,7 +429,7 @@ impl Detector {
         while lane < due {
             let n = (due - lane).min(LANES as u64);
             let slot = self.window.slot(x - due + lane);
-            let compare = |back: usize| equal_to(self.window.lanes_back(slot, back), recent[LANES - 1 - back]);
+            let compare = |back: usize| T::equal_to(self.window.lanes_back(slot, back), recent[LANES - 1 - back]);
             // Neighbouring units agree together (indentation, common words); units far apart
             // rarely do, so the first two compares, done without a branch, drop almost all.
             let mut alive = compare(0) & compare(LANES - 1) & (u32::MAX >> (32 - n));
@@ -513,6 +555,25 @@ impl Detector {
                 self.claim_running = false;
                 self.line_claim = true;
             }
+        }
+    }
+}
+
+impl Core<u16> {
+    /// The same detector storing units as `u32`.
+    fn widen(&self) -> Core<u32> {
+        Core {
+            rules: self.rules,
+            due_upto: self.due_upto,
+            sample_tier: self.sample_tier,
+            window: self.window.widen(),
+            trackers: self.trackers.clone(),
+            lines: self.lines.clone(),
+            claim_end: self.claim_end,
+            claim_running: self.claim_running,
+            line_claim: self.line_claim,
+            first_finding: self.first_finding.clone(),
+            candidates: self.candidates.clone(),
         }
     }
 }

@@ -1,44 +1,110 @@
-//! Compares 16 units at once: the detector's inner loops are these two masks. On x86-64 they
-//! use SSE2, which every x86-64 CPU has; elsewhere a plain loop the compiler may vectorise.
+//! How the window stores units, and compares 16 of them at once: the detector's inner loops are
+//! these two masks. A stream's units are kept as `u16` while they fit (text in the Basic
+//! Multilingual Plane: half the memory, twice the units per vector) and as `u32` from the first
+//! one that does not. On x86-64 the masks use SSE2, which every x86-64 CPU has; elsewhere a plain
+//! loop the compiler may vectorise.
+
+use std::fmt::Debug;
 
 /// Units compared at once.
 pub const LANES: usize = 16;
 
-/// Bit `i` set where `units[i] == target`.
-#[inline]
-pub fn equal_to(units: &[u32; LANES], target: u32) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned loads stay inside `units`.
-    unsafe {
-        use std::arch::x86_64::*;
-        let target = _mm_set1_epi32(target as i32);
-        let p = units.as_ptr().cast::<__m128i>();
-        let eq = |i| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), target);
-        movemask(eq(0), eq(1), eq(2), eq(3))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    units.iter().enumerate().fold(0, |mask, (i, &u)| mask | (u32::from(u == target) << i))
+/// A stored unit.
+pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static {
+    /// Whether every unit of `units` can be stored as `Self`.
+    fn holds(units: &[u32]) -> bool;
+    /// `unit` as stored; it must be one `holds` accepts.
+    fn store(unit: u32) -> Self;
+    /// Bit `i` set where `units[i] == target`.
+    fn equal_to(units: &[Self; LANES], target: Self) -> u32;
+    /// Bit `i` set where `a[i] == b[i]`.
+    fn equal_pairs(a: &[Self; LANES], b: &[Self; LANES]) -> u32;
 }
 
-/// Bit `i` set where `a[i] == b[i]`.
-#[inline]
-pub fn equal_pairs(a: &[u32; LANES], b: &[u32; LANES]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: as in `equal_to`.
-    unsafe {
-        use std::arch::x86_64::*;
-        let (pa, pb) = (a.as_ptr().cast::<__m128i>(), b.as_ptr().cast::<__m128i>());
-        let eq = |i| _mm_cmpeq_epi32(_mm_loadu_si128(pa.add(i)), _mm_loadu_si128(pb.add(i)));
-        movemask(eq(0), eq(1), eq(2), eq(3))
+impl Unit for u16 {
+    fn holds(units: &[u32]) -> bool {
+        units.iter().fold(0, |all, &unit| all | unit) <= u32::from(u16::MAX)
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    a.iter().zip(b).enumerate().fold(0, |mask, (i, (x, y))| mask | (u32::from(x == y) << i))
+
+    #[inline]
+    fn store(unit: u32) -> u16 {
+        unit as u16
+    }
+
+    #[inline]
+    fn equal_to(units: &[u16; LANES], target: u16) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned loads stay inside `units`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let target = _mm_set1_epi16(target as i16);
+            let p = units.as_ptr().cast::<__m128i>();
+            let eq = |i| _mm_cmpeq_epi16(_mm_loadu_si128(p.add(i)), target);
+            _mm_movemask_epi8(_mm_packs_epi16(eq(0), eq(1))) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fold_mask(units.iter().map(|&u| u == target))
+    }
+
+    #[inline]
+    fn equal_pairs(a: &[u16; LANES], b: &[u16; LANES]) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `equal_to`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let (pa, pb) = (a.as_ptr().cast::<__m128i>(), b.as_ptr().cast::<__m128i>());
+            let eq = |i| _mm_cmpeq_epi16(_mm_loadu_si128(pa.add(i)), _mm_loadu_si128(pb.add(i)));
+            _mm_movemask_epi8(_mm_packs_epi16(eq(0), eq(1))) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
+    }
+}
+
+impl Unit for u32 {
+    fn holds(_: &[u32]) -> bool {
+        true
+    }
+
+    #[inline]
+    fn store(unit: u32) -> u32 {
+        unit
+    }
+
+    #[inline]
+    fn equal_to(units: &[u32; LANES], target: u32) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as for `u16`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let target = _mm_set1_epi32(target as i32);
+            let p = units.as_ptr().cast::<__m128i>();
+            let eq = |i| _mm_cmpeq_epi32(_mm_loadu_si128(p.add(i)), target);
+            pack_quarters(eq(0), eq(1), eq(2), eq(3))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fold_mask(units.iter().map(|&u| u == target))
+    }
+
+    #[inline]
+    fn equal_pairs(a: &[u32; LANES], b: &[u32; LANES]) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as for `u16`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let (pa, pb) = (a.as_ptr().cast::<__m128i>(), b.as_ptr().cast::<__m128i>());
+            let eq = |i| _mm_cmpeq_epi32(_mm_loadu_si128(pa.add(i)), _mm_loadu_si128(pb.add(i)));
+            pack_quarters(eq(0), eq(1), eq(2), eq(3))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
+    }
 }
 
 /// Packs four 4-lane compare results (all ones or zeros per lane) into a 16-bit mask.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-unsafe fn movemask(
+unsafe fn pack_quarters(
     a: std::arch::x86_64::__m128i,
     b: std::arch::x86_64::__m128i,
     c: std::arch::x86_64::__m128i,
@@ -49,18 +115,34 @@ unsafe fn movemask(
     _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d))) as u32
 }
 
+#[cfg(not(target_arch = "x86_64"))]
+fn fold_mask(equal: impl Iterator<Item = bool>) -> u32 {
+    equal.enumerate().fold(0, |mask, (i, eq)| mask | (u32::from(eq) << i))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn check<T: Unit>(top: u32) {
+        let a: [T; LANES] = std::array::from_fn(|i| T::store((i % 3) as u32));
+        let b: [T; LANES] = std::array::from_fn(|i| T::store(if i == 5 || i == 15 { 7 } else { (i % 3) as u32 }));
+        assert_eq!(T::equal_to(&a, T::store(0)), 0b1001_0010_0100_1001);
+        assert_eq!(T::equal_to(&a, T::store(top)), 0);
+        assert_eq!(T::equal_pairs(&a, &b), 0xFFFF & !(1 << 5) & !(1 << 15));
+        let high = [T::store(top); LANES];
+        assert_eq!(T::equal_to(&high, T::store(top)), 0xFFFF);
+    }
+
     #[test]
     fn masks_mark_equal_lanes_in_order() {
-        let a: [u32; LANES] = std::array::from_fn(|i| (i % 3) as u32);
-        let b: [u32; LANES] = std::array::from_fn(|i| if i == 5 || i == 15 { 7 } else { (i % 3) as u32 });
-        assert_eq!(equal_to(&a, 0), 0b1001_0010_0100_1001);
-        assert_eq!(equal_to(&a, u32::MAX), 0);
-        assert_eq!(equal_pairs(&a, &b), 0xFFFF & !(1 << 5) & !(1 << 15));
-        let high = [u32::MAX; LANES];
-        assert_eq!(equal_to(&high, u32::MAX), 0xFFFF);
+        check::<u16>(u32::from(u16::MAX));
+        check::<u32>(u32::MAX);
+    }
+
+    #[test]
+    fn narrow_units_hold_the_basic_plane_only() {
+        assert!(u16::holds(&[0, 0x41, 0xFFFF]));
+        assert!(!u16::holds(&[0x41, 0x1_0000]));
     }
 }

@@ -5,6 +5,7 @@
 //! lines are then compared on hash and length. Equality is exact while both lines are held.
 
 use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
+use crate::lanes::Unit;
 use crate::window::Window;
 
 /// Odd multiplier of the line hash (from splitmix64).
@@ -35,14 +36,14 @@ struct Folded {
 }
 
 impl Folded {
-    fn extend(&mut self, window: &Window, from: u64, to: u64) {
+    fn extend<T: Unit>(&mut self, window: &Window<T>, from: u64, to: u64) {
         let (older, newer) = window.slices(from, to);
         self.extend_slice(older);
         self.extend_slice(newer);
     }
 
-    fn extend_slice(&mut self, units: &[u32]) {
-        let Some(last_visible) = units.iter().rposition(|&unit| !is_whitespace(unit)) else {
+    fn extend_slice<T: Unit>(&mut self, units: &[T]) {
+        let Some(last_visible) = units.iter().rposition(|&unit| !is_whitespace(unit.into())) else {
             self.hash_units(units);
             self.pending_whitespace += units.len() as u64;
             return;
@@ -56,10 +57,10 @@ impl Folded {
         self.pending_whitespace = trailing.len() as u64;
     }
 
-    fn hash_units(&mut self, units: &[u32]) {
+    fn hash_units<T: Unit>(&mut self, units: &[T]) {
         let mut hash = self.hash;
         for &unit in units {
-            hash = (hash ^ (u64::from(unit) + 1)).wrapping_mul(MIX);
+            hash = (hash ^ (u64::from(unit.into()) + 1)).wrapping_mul(MIX);
         }
         self.hash = hash;
         self.len += units.len() as u64;
@@ -95,7 +96,7 @@ impl Lines {
     }
 
     /// Before `n` units are appended to `window`: folds what they would push out of it.
-    pub fn before_append(&mut self, window: &Window, n: usize) {
+    pub fn before_append<T: Unit>(&mut self, window: &Window<T>, n: usize) {
         let leaving = window.oldest_after(n);
         let folded_to = self.current_start + self.current.len;
         if folded_to < leaving {
@@ -109,7 +110,7 @@ impl Lines {
     }
 
     /// Unit `x` of `window` is a newline: reports what the line it ends did to the streak.
-    pub fn on_newline(&mut self, x: u64, window: &Window) -> Option<LineEvent> {
+    pub fn on_newline<T: Unit>(&mut self, x: u64, window: &Window<T>) -> Option<LineEvent> {
         let line_start = std::mem::replace(&mut self.current_start, x + 1);
         let mut folded = std::mem::take(&mut self.current);
         let (content_len, hash, kind) = if folded.len > 0 {
@@ -168,7 +169,7 @@ impl Lines {
 }
 
 /// The hash of a line's content held in the window (as [`Folded`] would give).
-fn hash_of(window: &Window, start: u64, content_len: u64) -> u64 {
+fn hash_of<T: Unit>(window: &Window<T>, start: u64, content_len: u64) -> u64 {
     let mut line = Folded::default();
     line.extend(window, start, start + content_len);
     line.content_hash

@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+use crate::lanes::Unit;
+
 /// Thresholds of the three rules. Lengths are in units (code points or token ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rules {
@@ -188,13 +190,13 @@ impl KindCounts {
     }
 
     /// Counts every unit of `units`; ASCII in passes the compiler vectorises.
-    pub fn add_all(&mut self, units: &[u32]) {
-        if units.iter().fold(0, |all, &unit| all | unit) >= 0x80 {
-            units.iter().for_each(|&unit| self.add(unit));
+    pub fn add_all<T: Unit>(&mut self, units: &[T]) {
+        if units.iter().fold(0, |all, &unit| all | unit.into()) >= 0x80 {
+            units.iter().for_each(|&unit| self.add(unit.into()));
             return;
         }
         let is_space = |unit: u32| unit == 0x20 || unit.wrapping_sub(0x09) < 5;
-        let Some(&first) = units.iter().find(|&&unit| !is_space(unit)) else {
+        let Some(first) = units.iter().map(|&unit| unit.into()).find(|&unit| !is_space(unit)) else {
             self.whitespace += units.len() as u64;
             return;
         };
@@ -207,6 +209,7 @@ impl KindCounts {
         let (mut whitespace, mut letters, mut unlike) = (0u64, 0u64, 0u64);
         for block in units.chunks(1 << 16) {
             let (w, l, d) = block.iter().fold((0u32, 0u32, 0u32), |(w, l, d), &unit| {
+                let unit: u32 = unit.into();
                 let space = is_space(unit);
                 let letter = (unit | 0x20).wrapping_sub(u32::from(b'a')) < 26;
                 (w + u32::from(space), l + u32::from(letter), d + u32::from(!space & (unit != target)))
@@ -419,7 +422,8 @@ mod tests {
 
     #[test]
     fn validation_rejects_bad_values() {
-        let cases: Vec<(fn(&mut Rules), &str)> = vec![
+        type Change = fn(&mut Rules);
+        let cases: Vec<(Change, &str)> = vec![
             (|r| r.max_period = 0, "max_period"),
             (|r| r.max_long_period = 10, "max_long_period"),
             (|r| r.max_long_period = MAX_LONG_PERIOD_LIMIT + 1, "max_long_period"),

@@ -42,7 +42,8 @@ fn units(s: &str) -> Vec<u32> {
 /// Random texts with loops spliced in: noise, then copies of a random block (sometimes with a
 /// glitch), then noise, a few times over.
 fn random_text(rng: &mut Rng) -> Vec<u32> {
-    const ALPHABETS: [&str; 5] = ["ab", "ab \n", "a-\n ", "xyz.\n\n", "aé 人\n"];
+    // The last one makes the detector widen its window mid-stream (U+1F600 needs 32 bits).
+    const ALPHABETS: [&str; 6] = ["ab", "ab \n", "a-\n ", "xyz.\n\n", "aé 人\n", "a\u{1F600} \n"];
     let alphabet = units(ALPHABETS[rng.below(ALPHABETS.len())]);
     let mut text = Vec::new();
     for _ in 0..1 + rng.below(4) {
@@ -196,4 +197,16 @@ fn token_ids_at_the_top_of_the_range() {
     let found = scan_units(&units, &DEFAULT_RULES);
     assert_eq!(found, oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(found.first().map(|f| (f.start, f.period)), Some((5, 3)));
+}
+
+#[test]
+fn units_that_differ_only_above_sixteen_bits_differ() {
+    // Narrow storage would read 0x1_0041 as 'A' and see one run of 601 'A's (a finding at 512).
+    let mut units = vec![0x41; 300];
+    units.push(0x1_0041);
+    units.extend([0x41; 300]);
+    assert_eq!(scan_units(&units, &DEFAULT_RULES), vec![]);
+    units.extend([0x41; 600]);
+    assert_eq!(scan_units(&units, &DEFAULT_RULES), oracle::scan(&units, &DEFAULT_RULES));
+    assert_eq!(scan_units(&units, &DEFAULT_RULES).len(), 1);
 }

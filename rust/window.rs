@@ -4,16 +4,16 @@
 //! ring holds the rules' window plus one piece. Its first [`LANES`] slots are copied past its
 //! end, so the 16 units from any position can be read as one array (and compared as a vector).
 
-use crate::lanes::{equal_pairs, LANES};
+use crate::lanes::{Unit, LANES};
 
 const MIRROR: usize = LANES;
 /// The most units appended at once: the detector works through them before the next piece.
 pub const PIECE: usize = 512;
 
 #[derive(Clone, Debug)]
-pub struct Window {
+pub struct Window<T: Unit> {
     /// The ring then the mirror; allocated on the first unit, so an idle detector holds nothing.
-    buf: Vec<u32>,
+    buf: Vec<T>,
     /// Units of history the rules need behind the unit being worked on.
     len: usize,
     /// Ring slots: `len` plus one piece.
@@ -24,8 +24,8 @@ pub struct Window {
     end: u64,
 }
 
-impl Window {
-    pub fn new(len: usize) -> Window {
+impl<T: Unit> Window<T> {
+    pub fn new(len: usize) -> Window<T> {
         Window { buf: Vec::new(), len, cap: len + PIECE, head: 0, end: 0 }
     }
 
@@ -51,21 +51,22 @@ impl Window {
 
     pub fn allocate(&mut self) {
         if self.buf.is_empty() {
-            self.buf = vec![0; self.cap + MIRROR];
+            self.buf = vec![T::default(); self.cap + MIRROR];
         }
     }
 
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
-        self.buf.capacity() * std::mem::size_of::<u32>()
+        self.buf.capacity() * std::mem::size_of::<T>()
     }
 
     /// Appends at most [`PIECE`] units; the ring must be allocated.
     pub fn append(&mut self, units: &[u32]) {
-        debug_assert!(units.len() <= PIECE);
+        debug_assert!(units.len() <= PIECE && T::holds(units));
         let first = units.len().min(self.cap - self.head);
-        self.buf[self.head..self.head + first].copy_from_slice(&units[..first]);
-        self.buf[..units.len() - first].copy_from_slice(&units[first..]);
+        let store = |to: &mut [T], from: &[u32]| to.iter_mut().zip(from).for_each(|(t, &u)| *t = T::store(u));
+        store(&mut self.buf[self.head..self.head + first], &units[..first]);
+        store(&mut self.buf[..units.len() - first], &units[first..]);
         if self.head < MIRROR || first < units.len() {
             self.buf.copy_within(..MIRROR, self.cap);
         }
@@ -76,24 +77,24 @@ impl Window {
     /// The unit at `pos`.
     #[inline]
     pub fn at(&self, pos: u64) -> u32 {
-        self.buf[self.slot(pos)]
+        self.buf[self.slot(pos)].into()
     }
 
     /// The 16 slots from `pos`'s: the units from `pos` as far as they are appended (the lanes
     /// past the newest unit hold stale values, for the caller to mask).
     #[inline]
-    pub fn lanes(&self, pos: u64) -> &[u32; LANES] {
+    pub fn lanes(&self, pos: u64) -> &[T; LANES] {
         self.lanes_back(self.slot(pos), 0)
     }
 
     /// [`Window::lanes`] of the position `back` before the one at `slot` (`back <= len`),
     /// without working out the slot again.
     #[inline]
-    pub fn lanes_back(&self, slot: usize, back: usize) -> &[u32; LANES] {
+    pub fn lanes_back(&self, slot: usize, back: usize) -> &[T; LANES] {
         let slot = if slot >= back { slot - back } else { slot + self.cap - back };
         debug_assert!(slot < self.cap);
         // SAFETY: `slot < cap` and the buffer holds `cap + LANES` units.
-        unsafe { &*self.buf.as_ptr().add(slot).cast::<[u32; LANES]>() }
+        unsafe { &*self.buf.as_ptr().add(slot).cast::<[T; LANES]>() }
     }
 
     /// The slot of a held position, for [`Window::lanes_back`].
@@ -109,7 +110,7 @@ impl Window {
     }
 
     /// The held units `from..to`, oldest first, as one or two slices of the ring.
-    pub fn slices(&self, from: u64, to: u64) -> (&[u32], &[u32]) {
+    pub fn slices(&self, from: u64, to: u64) -> (&[T], &[T]) {
         if from == to {
             return (&[], &[]);
         }
@@ -124,7 +125,7 @@ impl Window {
     /// The units `from..to`, oldest first.
     pub fn units(&self, from: u64, to: u64) -> Vec<u32> {
         let (a, b) = self.slices(from, to);
-        [a, b].concat()
+        a.iter().chain(b).map(|&unit| unit.into()).collect()
     }
 
     /// The first position in `from..to` whose unit differs from the one `period` before it, or
@@ -134,7 +135,7 @@ impl Window {
         while pos < to {
             let n = ((to - pos) as usize).min(LANES);
             let held = u32::MAX >> (32 - n);
-            let differ = !equal_pairs(self.lanes(pos), self.lanes(pos - period)) & held;
+            let differ = !T::equal_pairs(self.lanes(pos), self.lanes(pos - period)) & held;
             if differ != 0 {
                 return pos + u64::from(differ.trailing_zeros());
             }
@@ -152,12 +153,25 @@ impl Window {
             let from = pos - n as u64;
             // The lanes past `pos` are masked off; they are read but not judged.
             let held = u32::MAX >> (32 - n);
-            let differ = !equal_pairs(self.lanes(from), self.lanes(from - period)) & held;
+            let differ = !T::equal_pairs(self.lanes(from), self.lanes(from - period)) & held;
             if differ != 0 {
                 return from + u64::from(32 - differ.leading_zeros());
             }
             pos = from;
         }
         floor
+    }
+}
+
+impl Window<u16> {
+    /// The same window storing `u32`, for units beyond the Basic Multilingual Plane.
+    pub fn widen(&self) -> Window<u32> {
+        Window {
+            buf: self.buf.iter().map(|&unit| u32::from(unit)).collect(),
+            len: self.len,
+            cap: self.cap,
+            head: self.head,
+            end: self.end,
+        }
     }
 }
