@@ -27,6 +27,8 @@ use crate::window::{Window, PIECE};
 const K: u64 = SAMPLE_UNITS as u64;
 const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
 const NEWLINE: u32 = '\n' as u32;
+/// Texts up to this many bytes are decoded into a buffer of this many units.
+const SHORT_TEXT: usize = 32;
 /// The order in which `sample` compares the units after the newest and the oldest: each next
 /// unit far from those already compared.
 const SPREAD_ORDER: [usize; 14] = [8, 4, 12, 2, 6, 10, 14, 1, 3, 5, 7, 9, 11, 13];
@@ -165,28 +167,33 @@ impl Detector {
 
     /// Feeds text; pushes the findings whose rule first held inside it onto `out`.
     pub fn feed_str(&mut self, text: &str, out: &mut Vec<Finding>) {
-        let mut units = [0u32; PIECE];
+        // Streamed deltas are a few chars: a small buffer spares zeroing a piece's worth.
+        if text.len() <= SHORT_TEXT {
+            self.feed_decoded(text, &mut [0; SHORT_TEXT], out);
+        } else {
+            self.feed_decoded(text, &mut [0; PIECE], out);
+        }
+    }
+
+    /// Decodes `text` into `units` a buffer at a time, feeding each; ASCII (most text) goes to
+    /// the window as it is.
+    fn feed_decoded(&mut self, text: &str, units: &mut [u32], out: &mut Vec<Finding>) {
         let mut rest = text;
         while !rest.is_empty() {
-            // ASCII (most text) widens without decoding.
             let head = &rest.as_bytes()[..rest.len().min(PIECE)];
             let ascii = if head.is_ascii() { head.len() } else { head.iter().position(|b| !b.is_ascii()).unwrap_or(0) };
-            let n = if ascii > 0 {
-                for (unit, &byte) in units.iter_mut().zip(&rest.as_bytes()[..ascii]) {
-                    *unit = u32::from(byte);
-                }
+            if ascii > 0 {
+                self.feed_piece(&head[..ascii], out);
                 rest = &rest[ascii..];
-                ascii
-            } else {
-                let mut n = 0;
-                let mut chars = rest.chars();
-                for (unit, ch) in units.iter_mut().zip(chars.by_ref().take(PIECE)) {
-                    *unit = u32::from(ch);
-                    n += 1;
-                }
-                rest = chars.as_str();
-                n
-            };
+                continue;
+            }
+            let mut n = 0;
+            let mut chars = rest.chars();
+            for (unit, ch) in units.iter_mut().zip(chars.by_ref()) {
+                *unit = u32::from(ch);
+                n += 1;
+            }
+            rest = chars.as_str();
             self.feed_piece(&units[..n], out);
         }
     }
@@ -203,7 +210,8 @@ impl Detector {
         self.feed_piece(&[unit], out);
     }
 
-    fn feed_piece(&mut self, piece: &[u32], out: &mut Vec<Finding>) {
+    /// A piece of units: bytes of ASCII, or code points and token ids.
+    fn feed_piece<S: Copy + Into<u32>>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         if let Storage::Narrow(core) = &self.core {
             if !u16::holds(piece) {
                 self.core = Storage::Wide(core.widen());
@@ -243,14 +251,14 @@ impl<T: Unit> Core<T> {
     /// Appends up to a piece of units to the window, then works through the units where
     /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
     /// its span. Nothing happens at the units in between, so skipping them is exact.
-    fn feed_piece(&mut self, piece: &[u32], out: &mut Vec<Finding>) {
+    fn feed_piece<S: Copy + Into<u32>>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         self.window.allocate();
         self.lines.before_append(&self.window, piece.len());
         let first = self.window.end();
         self.window.append(piece);
         let end = self.window.end();
         let mut x = first;
-        let mut newline = self.next_newline(piece, first, x);
+        let mut newline = self.next_newline(x, end);
         loop {
             let mut event = newline.min(self.next_sample(x));
             for i in 0..self.trackers.len() {
@@ -262,7 +270,7 @@ impl<T: Unit> Core<T> {
             self.step(event, out);
             x = event + 1;
             if newline < x {
-                newline = self.next_newline(piece, first, x);
+                newline = self.next_newline(x, end);
             }
         }
         if self.claim_running {
@@ -270,19 +278,9 @@ impl<T: Unit> Core<T> {
         }
     }
 
-    /// The first newline at or after `x` in `piece` (which starts at `first`), or `u64::MAX`.
-    fn next_newline(&self, piece: &[u32], first: u64, x: u64) -> u64 {
-        let from = (x - first) as usize;
-        let mut blocks = piece[from..].chunks_exact(LANES);
-        let mut offset = x;
-        for block in blocks.by_ref() {
-            let found = u32::equal_to(block.try_into().expect("a block of LANES"), NEWLINE);
-            if found != 0 {
-                return offset + u64::from(found.trailing_zeros());
-            }
-            offset += LANES as u64;
-        }
-        blocks.remainder().iter().position(|&u| u == NEWLINE).map_or(u64::MAX, |i| offset + i as u64)
+    /// The first newline in `x..end`, or `u64::MAX`.
+    fn next_newline(&self, x: u64, end: u64) -> u64 {
+        self.window.find(NEWLINE, x, end).unwrap_or(u64::MAX)
     }
 
     /// The first unit at or after `x` where sampling is due.

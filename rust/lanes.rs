@@ -11,8 +11,9 @@ pub const LANES: usize = 16;
 
 /// A stored unit.
 pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static {
-    /// Whether every unit of `units` can be stored as `Self`.
-    fn holds(units: &[u32]) -> bool;
+    /// Whether every unit of `units` (bytes of ASCII, or code points and token ids) can be
+    /// stored as `Self`.
+    fn holds<S: Copy + Into<u32>>(units: &[S]) -> bool;
     /// `unit` as stored; it must be one `holds` accepts.
     fn store(unit: u32) -> Self;
     /// Bit `i` set where `units[i] == target`.
@@ -22,8 +23,8 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
 }
 
 impl Unit for u16 {
-    fn holds(units: &[u32]) -> bool {
-        units.iter().fold(0, |all, &unit| all | unit) <= u32::from(u16::MAX)
+    fn holds<S: Copy + Into<u32>>(units: &[S]) -> bool {
+        units.iter().fold(0, |all, &unit| all | unit.into()) <= u32::from(u16::MAX)
     }
 
     #[inline]
@@ -62,7 +63,7 @@ impl Unit for u16 {
 }
 
 impl Unit for u32 {
-    fn holds(_: &[u32]) -> bool {
+    fn holds<S: Copy + Into<u32>>(_: &[S]) -> bool {
         true
     }
 
@@ -142,7 +143,8 @@ mod tests {
 
     #[test]
     fn narrow_units_hold_the_basic_plane_only() {
-        assert!(u16::holds(&[0, 0x41, 0xFFFF]));
-        assert!(!u16::holds(&[0x41, 0x1_0000]));
+        assert!(u16::holds(&[0u32, 0x41, 0xFFFF]));
+        assert!(!u16::holds(&[0x41u32, 0x1_0000]));
+        assert!(u16::holds(b"bytes"));
     }
 }

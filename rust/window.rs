@@ -61,16 +61,19 @@ impl<T: Unit> Window<T> {
     }
 
     /// Appends at most [`PIECE`] units; the ring must be allocated.
-    pub fn append(&mut self, units: &[u32]) {
+    pub fn append<S: Copy + Into<u32>>(&mut self, units: &[S]) {
         debug_assert!(units.len() <= PIECE && T::holds(units));
         let first = units.len().min(self.cap - self.head);
-        let store = |to: &mut [T], from: &[u32]| to.iter_mut().zip(from).for_each(|(t, &u)| *t = T::store(u));
+        let store = |to: &mut [T], from: &[S]| to.iter_mut().zip(from).for_each(|(t, &u)| *t = T::store(u.into()));
         store(&mut self.buf[self.head..self.head + first], &units[..first]);
         store(&mut self.buf[..units.len() - first], &units[first..]);
         if self.head < MIRROR || first < units.len() {
             self.buf.copy_within(..MIRROR, self.cap);
         }
-        self.head = (self.head + units.len()) % self.cap;
+        self.head += units.len();
+        if self.head >= self.cap {
+            self.head -= self.cap;
+        }
         self.end += units.len() as u64;
     }
 
@@ -92,8 +95,9 @@ impl<T: Unit> Window<T> {
     #[inline]
     pub fn lanes_back(&self, slot: usize, back: usize) -> &[T; LANES] {
         let slot = if slot >= back { slot - back } else { slot + self.cap - back };
-        debug_assert!(slot < self.cap);
-        // SAFETY: `slot < cap` and the buffer holds `cap + LANES` units.
+        debug_assert!(slot < self.cap && self.buf.len() == self.cap + MIRROR);
+        // SAFETY: `slot < cap` (`slot` was one and `back <= cap`), and a window is read only
+        // once allocated, when the buffer holds `cap + MIRROR` (= `cap + LANES`) units.
         unsafe { &*self.buf.as_ptr().add(slot).cast::<[T; LANES]>() }
     }
 
@@ -126,6 +130,20 @@ impl<T: Unit> Window<T> {
     pub fn units(&self, from: u64, to: u64) -> Vec<u32> {
         let (a, b) = self.slices(from, to);
         a.iter().chain(b).map(|&unit| unit.into()).collect()
+    }
+
+    /// The first position in `from..to` holding `target` (which must be storable), or `None`.
+    pub fn find(&self, target: u32, from: u64, to: u64) -> Option<u64> {
+        let mut pos = from;
+        while pos < to {
+            let n = ((to - pos) as usize).min(LANES);
+            let found = T::equal_to(self.lanes(pos), T::store(target)) & (u32::MAX >> (32 - n));
+            if found != 0 {
+                return Some(pos + u64::from(found.trailing_zeros()));
+            }
+            pos += n as u64;
+        }
+        None
     }
 
     /// The first position in `from..to` whose unit differs from the one `period` before it, or
