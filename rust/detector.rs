@@ -21,17 +21,14 @@ use std::sync::OnceLock;
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
 use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
-use crate::lanes::{Unit, LANES};
+use crate::lanes::{Source, Unit, LANES};
 use crate::window::{Window, PIECE};
 
 const K: u64 = SAMPLE_UNITS as u64;
 const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
-const NEWLINE: u32 = '\n' as u32;
+const NEWLINE: u32 = b'\n' as u32;
 /// Texts up to this many bytes are decoded into a buffer of this many units.
 const SHORT_TEXT: usize = 32;
-/// The order in which `sample` compares the units after the newest and the oldest: each next
-/// unit far from those already compared.
-const SPREAD_ORDER: [usize; 14] = [8, 4, 12, 2, 6, 10, 14, 1, 3, 5, 7, 9, 11, 13];
 
 /// A streaming detector over a sequence of units (code points or token ids).
 #[derive(Clone, Debug)]
@@ -39,9 +36,11 @@ pub struct Detector {
     core: Storage,
 }
 
-/// A stream's units are stored narrow until one does not fit.
+/// A stream's units are stored as narrow as they fit (see `lanes`), widened on the first that
+/// does not.
 #[derive(Clone, Debug)]
 enum Storage {
+    Bytes(Core<u8>),
     Narrow(Core<u16>),
     Wide(Core<u32>),
 }
@@ -125,6 +124,7 @@ struct Candidate {
 macro_rules! with_core {
     ($detector:expr, $core:ident => $body:expr) => {
         match $detector {
+            Storage::Bytes($core) => $body,
             Storage::Narrow($core) => $body,
             Storage::Wide($core) => $body,
         }
@@ -134,7 +134,7 @@ macro_rules! with_core {
 impl Detector {
     /// A detector with the given rules (which must have passed [`Rules::validate`]).
     pub fn new(rules: Rules) -> Detector {
-        Detector { core: Storage::Narrow(Core::new(rules)) }
+        Detector { core: Storage::Bytes(Core::new(rules)) }
     }
 
     pub fn rules(&self) -> &Rules {
@@ -211,11 +211,16 @@ impl Detector {
     }
 
     /// A piece of units: bytes of ASCII, or code points and token ids.
-    fn feed_piece<S: Copy + Into<u32>>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
-        if let Storage::Narrow(core) = &self.core {
-            if !u16::holds(piece) {
-                self.core = Storage::Wide(core.widen());
+    fn feed_piece<S: Source>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+        let widened = match &self.core {
+            Storage::Bytes(core) if !u8::holds(piece) => {
+                Some(if u16::holds(piece) { Storage::Narrow(core.widen()) } else { Storage::Wide(core.widen()) })
             }
+            Storage::Narrow(core) if !u16::holds(piece) => Some(Storage::Wide(core.widen())),
+            _ => None,
+        };
+        if let Some(core) = widened {
+            self.core = core;
         }
         with_core!(&mut self.core, core => core.feed_piece(piece, out));
     }
@@ -251,26 +256,31 @@ impl<T: Unit> Core<T> {
     /// Appends up to a piece of units to the window, then works through the units where
     /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
     /// its span. Nothing happens at the units in between, so skipping them is exact.
-    fn feed_piece<S: Copy + Into<u32>>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+    fn feed_piece<S: Source>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         self.window.allocate();
         self.lines.before_append(&self.window, piece.len());
         let first = self.window.end();
         self.window.append(piece);
         let end = self.window.end();
+        let next_newline = |x: u64| S::find(&piece[(x - first) as usize..], b'\n').map_or(u64::MAX, |i| x + i as u64);
         let mut x = first;
-        let mut newline = self.next_newline(x, end);
+        let mut newline = next_newline(x);
         loop {
-            let mut event = newline.min(self.next_sample(x));
+            let mut event = newline;
             for i in 0..self.trackers.len() {
                 event = event.min(self.tracker_event(i, x, end));
             }
-            if event >= end {
+            if let Some(after) = self.sample_until(x, event.min(end), out) {
+                // A sample started following a run, or a finding fired: look again from there.
+                x = after;
+            } else if event < end {
+                self.step(event, out);
+                x = event + 1;
+            } else {
                 break;
             }
-            self.step(event, out);
-            x = event + 1;
             if newline < x {
-                newline = self.next_newline(x, end);
+                newline = next_newline(x);
             }
         }
         if self.claim_running {
@@ -278,9 +288,21 @@ impl<T: Unit> Core<T> {
         }
     }
 
-    /// The first newline in `x..end`, or `u64::MAX`.
-    fn next_newline(&self, x: u64, end: u64) -> u64 {
-        self.window.find(NEWLINE, x, end).unwrap_or(u64::MAX)
+    /// Samples the sampled units in `x..until`, where nothing else happens. Returns the unit after
+    /// the one where a tracker started or a finding fired, if one did.
+    fn sample_until(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
+        let mut at = self.next_sample(x);
+        while at < until {
+            let started = self.sample(at);
+            if !self.candidates.is_empty() {
+                self.resolve(at, out);
+            }
+            if started || self.claim_running {
+                return Some(at + 1);
+            }
+            at = self.next_sample(at + 1);
+        }
+        None
     }
 
     /// The first unit at or after `x` where sampling is due.
@@ -288,8 +310,8 @@ impl<T: Unit> Core<T> {
         if self.claim_running || self.sample_tier >= 64 {
             return u64::MAX;
         }
-        let spacing = 1u64 << self.sample_tier;
-        x.max(K).next_multiple_of(spacing)
+        let below = (1u64 << self.sample_tier) - 1;
+        (x.max(K) + below) & !below
     }
 
     /// The first unit at or after `x` where tracker `i` breaks or reaches its `need`.
@@ -415,45 +437,40 @@ impl<T: Unit> Core<T> {
     }
 
     /// Compares the last 16 units up to `x` with the 16 units `p` before them, for every period
-    /// due at `x`: unit by unit, each as one vector compare across 16 periods at once, dropping
-    /// periods as soon as a unit differs (in text almost all go at the first or second unit).
-    fn sample(&mut self, x: u64) {
+    /// due at `x`. Sixteen periods at a time are first tested on two units, the newest and the
+    /// oldest, with one vector compare each: units far apart rarely agree together, so almost
+    /// every period goes there. Each period left is then tested on all 16 units with one compare.
+    /// Returns whether a tracker started.
+    fn sample(&mut self, x: u64) -> bool {
         let due = u64::from(self.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
-        // `recent[LANES - 1 - back]` is the unit `back` places before `x`.
         let recent = *self.window.lanes(x + 1 - K);
-        // Lane `i` of a group starting at `lane` stands for period `due - lane - i`.
+        let (newest, oldest) = (recent[LANES - 1], recent[0]);
+        // Lane `i` of the group at `slot` stands for period `rest - i`: the unit it compares with
+        // the newest is in slot `slot + i`.
+        let mut slot = self.window.slot(x - due);
+        let mut rest = due;
         let mut hits = Vec::new();
-        let mut lane = 0;
-        while lane < due {
-            let n = (due - lane).min(LANES as u64);
-            let slot = self.window.slot(x - due + lane);
-            let compare = |back: usize| T::equal_to(self.window.lanes_back(slot, back), recent[LANES - 1 - back]);
-            // Neighbouring units agree together (indentation, common words); units far apart
-            // rarely do, so the first two compares, done without a branch, drop almost all.
-            let mut alive = compare(0) & compare(LANES - 1) & (u32::MAX >> (32 - n));
-            for &back in &SPREAD_ORDER {
-                if alive == 0 {
-                    break;
-                }
-                alive &= compare(back);
+        while rest > 0 {
+            let n = rest.min(LANES as u64);
+            let alive = T::equal_to(self.window.lanes_back(slot, 0), newest)
+                & T::equal_to(self.window.lanes_back(slot, LANES - 1), oldest)
+                & (u32::MAX >> (32 - n));
+            if alive != 0 {
+                confirm(&self.window, slot, alive, &recent, rest, &mut hits);
             }
-            while alive != 0 {
-                hits.push(due - lane - u64::from(alive.trailing_zeros()));
-                alive &= alive - 1;
-            }
-            lane += n;
+            slot = self.window.slot_after(slot, LANES);
+            rest -= n;
         }
-        for p in hits {
-            self.try_track(x, p);
-        }
+        hits.into_iter().fold(false, |started, p| self.try_track(x, p) | started)
     }
 
     /// The last 16 units up to `x` repeat those `p` before them: follow the run if it can count.
-    fn try_track(&mut self, x: u64, p: u64) {
+    /// Returns whether a tracker started.
+    fn try_track(&mut self, x: u64, p: u64) -> bool {
         // A run of a divisor of `p` that covers the last 2p units holds every p-run through
         // here, and its block is a power of the shorter one: nothing to trace.
         if self.trackers.iter().any(|t| t.period == p || (x >= t.start + 2 * p && p % t.period == 0)) {
-            return;
+            return false;
         }
         // Trace the run back: `first` is its first unit equal to the one `p` before it.
         let oldest = (x + 1).saturating_sub(self.window.len() as u64);
@@ -461,31 +478,33 @@ impl<T: Unit> Core<T> {
         let first = self.window.run_start(p, floor, x + 1 - K);
         if first == floor && first != p {
             // The run is older than the window, so it was followed (or ruled out) already.
-            return;
+            return false;
         }
         if first < self.claim_end {
-            return;
+            return false;
         }
         let start = first - p;
         if self.trackers.iter().any(|t| t.start <= start && p % t.period == 0) {
             // A shorter period covers this block: it is a power of a shorter one.
-            return;
+            return false;
         }
         let need = self.rules.least_required_span(p as u32);
         if x + 1 - start > need {
             // Sampling sees every run before it can count: one past that was judged already
             // (its block is a power of a shorter one).
-            return;
+            return false;
         }
         // A run that, if it goes on, is sampled again before it can count is left to that
         // sample: most runs break first, and are never followed at all.
         if x + self.spacing(p) < start + need {
-            return;
+            return false;
         }
         self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, holds_to: x + 1 });
         if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
             self.trackers.pop();
+            return false;
         }
+        true
     }
 
     /// Units between two samples of period `p`.
@@ -557,9 +576,24 @@ impl<T: Unit> Core<T> {
     }
 }
 
-impl Core<u16> {
-    /// The same detector storing units as `u32`.
-    fn widen(&self) -> Core<u32> {
+/// The periods of a sampled group whose first two units agree (bits of `alive`; lane `i` at
+/// `slot + i` stands for period `rest - i`), tested on all 16 units: the ones that hold go to
+/// `hits`. Kept out of line so the loop over groups stays small.
+#[cold]
+#[inline(never)]
+fn confirm<T: Unit>(window: &Window<T>, slot: usize, mut alive: u32, recent: &[T; LANES], rest: u64, hits: &mut Vec<u64>) {
+    while alive != 0 {
+        let i = alive.trailing_zeros();
+        alive &= alive - 1;
+        if T::equal_pairs(window.lanes_back(window.slot_after(slot, i as usize), LANES - 1), recent) == 0xFFFF {
+            hits.push(rest - u64::from(i));
+        }
+    }
+}
+
+impl<T: Unit> Core<T> {
+    /// The same detector storing wider units.
+    fn widen<U: Unit + From<T>>(&self) -> Core<U> {
         Core {
             rules: self.rules,
             due_upto: self.due_upto,

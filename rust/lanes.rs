@@ -1,8 +1,8 @@
 //! How the window stores units, and compares 16 of them at once: the detector's inner loops are
-//! these two masks. A stream's units are kept as `u16` while they fit (text in the Basic
-//! Multilingual Plane: half the memory, twice the units per vector) and as `u32` from the first
-//! one that does not. On x86-64 the masks use SSE2, which every x86-64 CPU has; elsewhere a plain
-//! loop the compiler may vectorise.
+//! these two masks. A stream's units are kept as narrow as they fit: `u8` while every unit is
+//! below 256 (ASCII and Latin-1 text: 16 units per 128-bit compare), `u16` while they are in the
+//! Basic Multilingual Plane, `u32` from the first that is not. On x86-64 the masks use SSE2,
+//! which every x86-64 CPU has; elsewhere a plain loop the compiler may vectorise.
 
 use std::fmt::Debug;
 
@@ -20,6 +20,43 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
     fn equal_to(units: &[Self; LANES], target: Self) -> u32;
     /// Bit `i` set where `a[i] == b[i]`.
     fn equal_pairs(a: &[Self; LANES], b: &[Self; LANES]) -> u32;
+}
+
+impl Unit for u8 {
+    fn holds<S: Copy + Into<u32>>(units: &[S]) -> bool {
+        units.iter().fold(0, |all, &unit| all | unit.into()) <= u32::from(u8::MAX)
+    }
+
+    #[inline]
+    fn store(unit: u32) -> u8 {
+        unit as u8
+    }
+
+    #[inline]
+    fn equal_to(units: &[u8; LANES], target: u8) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE2 is part of the x86-64 baseline; the unaligned load stays inside `units`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let eq = _mm_cmpeq_epi8(_mm_loadu_si128(units.as_ptr().cast()), _mm_set1_epi8(target as i8));
+            _mm_movemask_epi8(eq) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fold_mask(units.iter().map(|&u| u == target))
+    }
+
+    #[inline]
+    fn equal_pairs(a: &[u8; LANES], b: &[u8; LANES]) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `equal_to`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let eq = _mm_cmpeq_epi8(_mm_loadu_si128(a.as_ptr().cast()), _mm_loadu_si128(b.as_ptr().cast()));
+            _mm_movemask_epi8(eq) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
+    }
 }
 
 impl Unit for u16 {
@@ -102,6 +139,33 @@ impl Unit for u32 {
     }
 }
 
+/// Units as they arrive: bytes of ASCII text, or code points and token ids.
+pub trait Source: Copy + Into<u32> {
+    /// The index of the first `target` (which fits a byte) in `units`.
+    fn find(units: &[Self], target: u8) -> Option<usize>;
+}
+
+impl Source for u8 {
+    fn find(units: &[u8], target: u8) -> Option<usize> {
+        memchr::memchr(target, units)
+    }
+}
+
+impl Source for u32 {
+    fn find(units: &[u32], target: u8) -> Option<usize> {
+        let mut blocks = units.chunks_exact(LANES);
+        let mut offset = 0;
+        for block in blocks.by_ref() {
+            let found = u32::equal_to(block.try_into().expect("a block of LANES"), u32::from(target));
+            if found != 0 {
+                return Some(offset + found.trailing_zeros() as usize);
+            }
+            offset += LANES;
+        }
+        blocks.remainder().iter().position(|&u| u == u32::from(target)).map(|i| offset + i)
+    }
+}
+
 /// Packs four 4-lane compare results (all ones or zeros per lane) into a 16-bit mask.
 #[cfg(target_arch = "x86_64")]
 #[inline]
@@ -137,12 +201,25 @@ mod tests {
 
     #[test]
     fn masks_mark_equal_lanes_in_order() {
+        check::<u8>(u32::from(u8::MAX));
         check::<u16>(u32::from(u16::MAX));
         check::<u32>(u32::MAX);
     }
 
     #[test]
-    fn narrow_units_hold_the_basic_plane_only() {
+    fn sources_find_the_first_target() {
+        let text = b"no newline here, one here\nand one here\n";
+        let units: Vec<u32> = text.iter().map(|&b| u32::from(b)).collect();
+        for from in 0..text.len() {
+            let expected = text[from..].iter().position(|&b| b == b'\n');
+            assert_eq!(u8::find(&text[from..], b'\n'), expected);
+            assert_eq!(u32::find(&units[from..], b'\n'), expected);
+        }
+    }
+
+    #[test]
+    fn narrow_units_hold_what_fits() {
+        assert!(u8::holds(b"ascii") && u8::holds(&[0xFFu32]) && !u8::holds(&[0x100u32]));
         assert!(u16::holds(&[0u32, 0x41, 0xFFFF]));
         assert!(!u16::holds(&[0x41u32, 0x1_0000]));
         assert!(u16::holds(b"bytes"));

@@ -112,8 +112,8 @@ impl Lines {
     /// Unit `x` of `window` is a newline: reports what the line it ends did to the streak.
     pub fn on_newline<T: Unit>(&mut self, x: u64, window: &Window<T>) -> Option<LineEvent> {
         let line_start = std::mem::replace(&mut self.current_start, x + 1);
-        let mut folded = std::mem::take(&mut self.current);
-        let (content_len, hash, kind) = if folded.len > 0 {
+        let (content_len, hash, kind) = if self.current.len > 0 {
+            let mut folded = std::mem::take(&mut self.current);
             folded.extend(window, line_start + folded.len, x);
             (folded.content_len, Some(folded.content_hash), Some(folded.kind.kind()))
         } else {

@@ -101,6 +101,17 @@ impl<T: Unit> Window<T> {
         unsafe { &*self.buf.as_ptr().add(slot).cast::<[T; LANES]>() }
     }
 
+    /// The slot `n <= cap` places after `slot`.
+    #[inline]
+    pub fn slot_after(&self, slot: usize, n: usize) -> usize {
+        let slot = slot + n;
+        if slot >= self.cap {
+            slot - self.cap
+        } else {
+            slot
+        }
+    }
+
     /// The slot of a held position, for [`Window::lanes_back`].
     #[inline]
     pub fn slot(&self, pos: u64) -> usize {
@@ -130,20 +141,6 @@ impl<T: Unit> Window<T> {
     pub fn units(&self, from: u64, to: u64) -> Vec<u32> {
         let (a, b) = self.slices(from, to);
         a.iter().chain(b).map(|&unit| unit.into()).collect()
-    }
-
-    /// The first position in `from..to` holding `target` (which must be storable), or `None`.
-    pub fn find(&self, target: u32, from: u64, to: u64) -> Option<u64> {
-        let mut pos = from;
-        while pos < to {
-            let n = ((to - pos) as usize).min(LANES);
-            let found = T::equal_to(self.lanes(pos), T::store(target)) & (u32::MAX >> (32 - n));
-            if found != 0 {
-                return Some(pos + u64::from(found.trailing_zeros()));
-            }
-            pos += n as u64;
-        }
-        None
     }
 
     /// The first position in `from..to` whose unit differs from the one `period` before it, or
@@ -181,11 +178,11 @@ impl<T: Unit> Window<T> {
     }
 }
 
-impl Window<u16> {
-    /// The same window storing `u32`, for units beyond the Basic Multilingual Plane.
-    pub fn widen(&self) -> Window<u32> {
+impl<T: Unit> Window<T> {
+    /// The same window storing wider units.
+    pub fn widen<U: Unit + From<T>>(&self) -> Window<U> {
         Window {
-            buf: self.buf.iter().map(|&unit| u32::from(unit)).collect(),
+            buf: self.buf.iter().map(|&unit| U::from(unit)).collect(),
             len: self.len,
             cap: self.cap,
             head: self.head,
