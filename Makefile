@@ -19,7 +19,7 @@ test: install test-rust test-python typecheck e2e
 # The criterion benches run once each (`--test`), so they cannot rot.
 test-rust:
 	cargo test --release
-	cargo test --manifest-path fuzz/Cargo.toml --lib --no-default-features
+	cargo test --manifest-path fuzz/Cargo.toml --lib --no-default-features --features oracle
 	cargo bench --bench core -- --test
 
 test-python:

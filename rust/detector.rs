@@ -150,7 +150,8 @@ impl Detector {
         with_core!(&self.core, core => core.first_finding.as_ref())
     }
 
-    /// Units of history the detector keeps: a line longer than this is reported by its tail.
+    /// Units of history the detector keeps: an identical line longer than this is reported by
+    /// the part of it the window holds at the newline.
     pub fn window_len(&self) -> usize {
         with_core!(&self.core, core => core.window.len())
     }
@@ -404,7 +405,8 @@ impl<T: Unit> Core<T> {
             LineEvent::Continued => {}
             LineEvent::NewStreak => self.line_claim = false,
             LineEvent::Reached { start, line_start, period, repeats } => {
-                // A line longer than the window is reported by the tail the window holds.
+                // A line longer than the window is reported by the part of it the window holds
+                // at this newline: the `len - 1` units before it, less the trailing whitespace.
                 let content_end = line_start + period;
                 let room = (self.window.len() as u64 - 1).saturating_sub(x - content_end);
                 let block_len = period.min(room);
