@@ -16,7 +16,7 @@
 //! whatever `max_long_period` is, and no run that can reach its rule is missed, so findings and
 //! offsets are exact.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::finding::{Finding, Rule};
 use crate::lines::{LineEvent, Lines};
@@ -49,11 +49,7 @@ enum Storage {
 #[derive(Clone, Debug)]
 struct Core<T: Unit> {
     rules: Rules,
-    /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
-    /// trailing zero bits.
-    due_upto: [u32; 65],
-    /// The fewest trailing zero bits of a sampled unit's index.
-    sample_tier: u32,
+    plan: Arc<Plan>,
     window: Window<T>,
     trackers: Vec<Tracker>,
     lines: Lines,
@@ -67,10 +63,17 @@ struct Core<T: Unit> {
     candidates: Vec<Candidate>,
 }
 
-/// What the rules imply for sampling and memory, worked out once per set of rules.
-#[derive(Clone, Copy, Debug)]
+/// What the rules imply for sampling and memory, worked out once per set of rules and shared
+/// by the detectors that use them.
+#[derive(Debug)]
 struct Plan {
+    /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
+    /// trailing zero bits.
     due_upto: [u32; 65],
+    /// The fewest trailing zero bits of a sampled unit's index.
+    sample_tier: u32,
+    /// `least[p]`: the least span any block of `p` units needs.
+    least: Vec<u64>,
     window_len: usize,
 }
 
@@ -91,9 +94,16 @@ impl Plan {
         for tier in 1..due_upto.len() {
             due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
         }
+        let sample_tier = due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32;
         // The window holds every run until it can reach its rule, and the longest block.
         let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
-        Plan { due_upto, window_len: window_len as usize }
+        Plan { due_upto, sample_tier, least, window_len: window_len as usize }
+    }
+
+    /// Units between two samples of period `p`.
+    fn spacing(&self, p: u64) -> u64 {
+        let tier = self.due_upto.iter().position(|&due| u64::from(due) >= p).expect("p is sampled");
+        1 << tier
     }
 }
 
@@ -230,14 +240,17 @@ impl Detector {
 impl<T: Unit> Core<T> {
     fn new(rules: Rules) -> Core<T> {
         debug_assert!(rules.validate().is_ok());
-        // Working out the plan takes ~100 us; the default rules' is worked out once.
-        static DEFAULT_PLAN: OnceLock<Plan> = OnceLock::new();
-        let plan = if rules == DEFAULT_RULES { *DEFAULT_PLAN.get_or_init(|| Plan::new(&rules)) } else { Plan::new(&rules) };
+        // Working out a plan takes ~100 us; the default rules' is worked out once.
+        static DEFAULT_PLAN: OnceLock<Arc<Plan>> = OnceLock::new();
+        let plan = if rules == DEFAULT_RULES {
+            Arc::clone(DEFAULT_PLAN.get_or_init(|| Arc::new(Plan::new(&rules))))
+        } else {
+            Arc::new(Plan::new(&rules))
+        };
         Core {
             rules,
-            due_upto: plan.due_upto,
-            sample_tier: plan.due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32,
             window: Window::new(plan.window_len),
+            plan,
             trackers: Vec::new(),
             lines: Lines::new(&rules),
             claim_end: 0,
@@ -308,10 +321,10 @@ impl<T: Unit> Core<T> {
 
     /// The first unit at or after `x` where sampling is due.
     fn next_sample(&self, x: u64) -> u64 {
-        if self.claim_running || self.sample_tier >= 64 {
+        if self.claim_running || self.plan.sample_tier >= 64 {
             return u64::MAX;
         }
-        let below = (1u64 << self.sample_tier) - 1;
+        let below = (1u64 << self.plan.sample_tier) - 1;
         (x.max(K) + below) & !below
     }
 
@@ -340,7 +353,7 @@ impl<T: Unit> Core<T> {
                 self.on_line(x, event);
             }
         }
-        if !self.claim_running && x >= K && self.due_upto[x.trailing_zeros().min(64) as usize] != 0 {
+        if !self.claim_running && x >= K && self.plan.due_upto[x.trailing_zeros().min(64) as usize] != 0 {
             self.sample(x);
         }
         if !self.candidates.is_empty() {
@@ -444,26 +457,45 @@ impl<T: Unit> Core<T> {
     /// every period goes there. Each period left is then tested on all 16 units with one compare.
     /// Returns whether a tracker started.
     fn sample(&mut self, x: u64) -> bool {
-        let due = u64::from(self.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
+        let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
         let recent = *self.window.lanes(x + 1 - K);
         let (newest, oldest) = (recent[LANES - 1], recent[0]);
         // Lane `i` of the group at `slot` stands for period `rest - i`: the unit it compares with
         // the newest is in slot `slot + i`.
         let mut slot = self.window.slot(x - due);
         let mut rest = due;
-        let mut hits = Vec::new();
+        let mut started = false;
         while rest > 0 {
             let n = rest.min(LANES as u64);
             let alive = T::equal_to(self.window.lanes_back(slot, 0), newest)
                 & T::equal_to(self.window.lanes_back(slot, LANES - 1), oldest)
                 & (u32::MAX >> (32 - n));
             if alive != 0 {
-                confirm(&self.window, slot, alive, &recent, rest, &mut hits);
+                started |= self.confirm(x, slot, alive, &recent, rest);
             }
             slot = self.window.slot_after(slot, LANES);
             rest -= n;
         }
-        hits.into_iter().fold(false, |started, p| self.try_track(x, p) | started)
+        started
+    }
+
+    /// The periods of a sampled group whose newest and oldest units agree (bits of `alive`;
+    /// lane `i` at `slot + i` stands for period `rest - i`), tested on all 16 units; the runs
+    /// that hold are tracked. Kept out of line so the loop over groups stays small. Returns
+    /// whether a tracker started.
+    #[cold]
+    #[inline(never)]
+    fn confirm(&mut self, x: u64, slot: usize, mut alive: u32, recent: &[T; LANES], rest: u64) -> bool {
+        let mut started = false;
+        while alive != 0 {
+            let i = alive.trailing_zeros();
+            alive &= alive - 1;
+            let back = self.window.lanes_back(self.window.slot_after(slot, i as usize), LANES - 1);
+            if T::equal_pairs(back, recent) == 0xFFFF {
+                started |= self.try_track(x, rest - u64::from(i));
+            }
+        }
+        started
     }
 
     /// The last 16 units up to `x` repeat those `p` before them: follow the run if it can count.
@@ -490,7 +522,7 @@ impl<T: Unit> Core<T> {
             // A shorter period covers this block: it is a power of a shorter one.
             return false;
         }
-        let need = self.rules.least_required_span(p as u32);
+        let need = self.plan.least[p as usize];
         if x + 1 - start > need {
             // Sampling sees every run before it can count: one past that was judged already
             // (its block is a power of a shorter one).
@@ -498,7 +530,7 @@ impl<T: Unit> Core<T> {
         }
         // A run that, if it goes on, is sampled again before it can count is left to that
         // sample: most runs break first, and are never followed at all.
-        if x + self.spacing(p) < start + need {
+        if x + self.plan.spacing(p) < start + need {
             return false;
         }
         self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, holds_to: x + 1 });
@@ -507,12 +539,6 @@ impl<T: Unit> Core<T> {
             return false;
         }
         true
-    }
-
-    /// Units between two samples of period `p`.
-    fn spacing(&self, p: u64) -> u64 {
-        let tier = self.due_upto.iter().position(|&due| u64::from(due) >= p).expect("p is sampled");
-        1 << tier
     }
 
     /// Whether `units[start..start + p]` is not a power of a shorter block.
@@ -578,28 +604,12 @@ impl<T: Unit> Core<T> {
     }
 }
 
-/// The periods of a sampled group whose first two units agree (bits of `alive`; lane `i` at
-/// `slot + i` stands for period `rest - i`), tested on all 16 units: the ones that hold go to
-/// `hits`. Kept out of line so the loop over groups stays small.
-#[cold]
-#[inline(never)]
-fn confirm<T: Unit>(window: &Window<T>, slot: usize, mut alive: u32, recent: &[T; LANES], rest: u64, hits: &mut Vec<u64>) {
-    while alive != 0 {
-        let i = alive.trailing_zeros();
-        alive &= alive - 1;
-        if T::equal_pairs(window.lanes_back(window.slot_after(slot, i as usize), LANES - 1), recent) == 0xFFFF {
-            hits.push(rest - u64::from(i));
-        }
-    }
-}
-
 impl<T: Unit> Core<T> {
     /// The same detector storing wider units.
     fn widen<U: Unit + From<T>>(&self) -> Core<U> {
         Core {
             rules: self.rules,
-            due_upto: self.due_upto,
-            sample_tier: self.sample_tier,
+            plan: Arc::clone(&self.plan),
             window: self.window.widen(),
             trackers: self.trackers.clone(),
             lines: self.lines.clone(),
