@@ -27,8 +27,6 @@ use crate::window::{Window, PIECE};
 const K: u64 = SAMPLE_UNITS as u64;
 const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
 const NEWLINE: u32 = b'\n' as u32;
-/// Texts up to this many bytes are decoded into a buffer of this many units.
-const SHORT_TEXT: usize = 32;
 
 /// A streaming detector over a sequence of units (code points or token ids).
 #[derive(Clone, Debug)]
@@ -176,19 +174,9 @@ impl Detector {
         *self = Detector::new(*self.rules());
     }
 
-    /// Feeds text; pushes the findings whose rule first held inside it onto `out`.
+    /// Feeds text; pushes the findings whose rule first held inside it onto `out`. ASCII (most
+    /// text) goes to the window as it is; other text is decoded a piece at a time.
     pub fn feed_str(&mut self, text: &str, out: &mut Vec<Finding>) {
-        // Streamed deltas are a few chars: a small buffer spares zeroing a piece's worth.
-        if text.len() <= SHORT_TEXT {
-            self.feed_decoded(text, &mut [0; SHORT_TEXT], out);
-        } else {
-            self.feed_decoded(text, &mut [0; PIECE], out);
-        }
-    }
-
-    /// Decodes `text` into `units` a buffer at a time, feeding each; ASCII (most text) goes to
-    /// the window as it is.
-    fn feed_decoded(&mut self, text: &str, units: &mut [u32], out: &mut Vec<Finding>) {
         let mut rest = text;
         while !rest.is_empty() {
             let head = &rest.as_bytes()[..rest.len().min(PIECE)];
@@ -196,17 +184,23 @@ impl Detector {
             if ascii > 0 {
                 self.feed_piece(&head[..ascii], out);
                 rest = &rest[ascii..];
-                continue;
+            } else {
+                rest = self.feed_decoded(rest, out);
             }
-            let mut n = 0;
-            let mut chars = rest.chars();
-            for (unit, ch) in units.iter_mut().zip(chars.by_ref()) {
-                *unit = u32::from(ch);
-                n += 1;
-            }
-            rest = chars.as_str();
-            self.feed_piece(&units[..n], out);
         }
+    }
+
+    /// Decodes and feeds up to a piece of `text`'s chars; returns the rest.
+    fn feed_decoded<'a>(&mut self, text: &'a str, out: &mut Vec<Finding>) -> &'a str {
+        let mut units = [0u32; PIECE];
+        let mut n = 0;
+        let mut chars = text.chars();
+        for (unit, ch) in units.iter_mut().zip(chars.by_ref()) {
+            *unit = u32::from(ch);
+            n += 1;
+        }
+        self.feed_piece(&units[..n], out);
+        chars.as_str()
     }
 
     /// Feeds units (code points, or token ids); pushes new findings onto `out`.

@@ -147,6 +147,10 @@ pub trait Source: Copy + Into<u32> {
 
 impl Source for u8 {
     fn find(units: &[u8], target: u8) -> Option<usize> {
+        // memchr's setup outweighs a short scan (streamed deltas are a few bytes).
+        if units.len() < 2 * LANES {
+            return units.iter().position(|&u| u == target);
+        }
         memchr::memchr(target, units)
     }
 }
