@@ -21,7 +21,7 @@ import sys
 import time
 import tracemalloc
 from dataclasses import dataclass
-from typing import Callable, Optional, Protocol, Sequence
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 import baseline
 import corpus
@@ -147,21 +147,32 @@ def measure_rss_per_stream(name: str, streams: int) -> float:
     return (add_streams() - first) / streams
 
 
-def step_ns_per_stream(streams: int, steps: int, text: str) -> float:
-    """One decode step for `streams` token streams in one `TokenStreams.step` call: ns per stream.
-    Stream i is fed the code points of `text` from offset 97 * i, so the streams differ."""
+def stepped_streams(streams: int, steps: int, text: str) -> tuple[loopbreak.TokenStreams, Any, list[Any]]:
+    """`streams` token streams, their slots, and `steps` decode steps for them (numpy arrays):
+    stream i is fed the code points of `text` from offset 97 * i, so the streams differ. Each
+    stream has had one step already, so its window is allocated (a cost of starting, not of
+    stepping)."""
     import numpy as np
 
     batch = loopbreak.TokenStreams()
     slots = np.array([batch.add() for _ in range(streams)], dtype=np.int64)
     ids = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    starts = (np.arange(streams) * 97) % (len(ids) - steps)
-    columns = [np.ascontiguousarray(ids[starts + k]) for k in range(steps)]
-    # Each stream's window is allocated on its first unit: a cost of starting, not of stepping.
-    batch.step(slots, columns[0])
-    start = time.perf_counter()
+    starts = (np.arange(streams) * 97) % (len(ids) - steps - 1)
+    batch.step(slots, np.ascontiguousarray(ids[starts]))
+    columns = [np.ascontiguousarray(ids[starts + 1 + k]) for k in range(steps)]
+    return batch, slots, columns
+
+
+def step_all(batch: loopbreak.TokenStreams, slots: Any, columns: list[Any]) -> None:
     for tokens in columns:
         batch.step(slots, tokens)
+
+
+def step_ns_per_stream(streams: int, steps: int, text: str) -> float:
+    """One decode step for `streams` token streams in one `TokenStreams.step` call: ns per stream."""
+    batch, slots, columns = stepped_streams(streams, steps, text)
+    start = time.perf_counter()
+    step_all(batch, slots, columns)
     return (time.perf_counter() - start) / (steps * streams) * 1e9
 
 

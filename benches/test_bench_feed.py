@@ -55,7 +55,24 @@ def test_scan(benchmark: BenchmarkFixture, impl: Impl, clean: str) -> None:
     benchmark(impl.scan, clean)
 
 
+@pytest.mark.benchmark(group="TokenStreams.step, 1,024 streams")
+def test_token_streams_step(benchmark: BenchmarkFixture, clean: str) -> None:
+    batch, slots, columns = compare.stepped_streams(1024, 20, clean)
+    # Divide the time by this for the cost of one stream's step.
+    benchmark.extra_info["stream_steps"] = 1024 * len(columns)
+    benchmark(compare.step_all, batch, slots, columns)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.benchmark(group="scan_many, clean files")
+def test_scan_many(benchmark: BenchmarkFixture, clean: str, threads: int) -> None:
+    texts = compare.pieces(clean, 16_000)
+    benchmark.extra_info["bytes"] = len(clean.encode("utf-8"))
+    benchmark(compare.scan_many_seconds, texts, threads)
+
+
 def test_compare_quick_runs(capsys: pytest.CaptureFixture[str]) -> None:
     compare.main(["--quick"])
     table = capsys.readouterr().out
     assert "feed 2 KB chunks, clean" in table and "clean files flagged" in table
+    assert "TokenStreams.step" in table and "scan_many, 2 threads / 1 thread" in table
