@@ -129,7 +129,10 @@ impl Lines {
         }
         let same = match self.streak {
             Some(streak) if streak.content_len == content_len => match (streak.hash, hash) {
-                (None, None) => (0..content_len).all(|i| window.at(streak.last_start + i) == window.at(line_start + i)),
+                (None, None) => {
+                    let apart = line_start - streak.last_start;
+                    window.first_break(apart, line_start, line_start + content_len) == line_start + content_len
+                }
                 (known, new) => {
                     let hash_at = |start| hash_of(window, start, content_len);
                     known.unwrap_or_else(|| hash_at(streak.last_start)) == new.unwrap_or_else(|| hash_at(line_start))
