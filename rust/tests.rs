@@ -165,6 +165,7 @@ fn a_loop_after_a_glitch_is_a_new_region() {
 fn state_does_not_grow_with_the_stream() {
     let mut small = Detector::new(DEFAULT_RULES);
     let mut large = Detector::new(DEFAULT_RULES);
+    assert_eq!(large.heap_bytes(), 0, "an idle detector holds nothing");
     let mut out = Vec::new();
     let text = "Some ordinary text, with words that vary: 0123456789.\n";
     small.feed_str(&text.repeat(200), &mut out);
@@ -172,6 +173,19 @@ fn state_does_not_grow_with_the_stream() {
         large.feed_str(&text.repeat(1000), &mut out);
     }
     assert_eq!(small.window_len(), large.window_len());
+    assert_eq!(small.heap_bytes(), large.heap_bytes());
+    // Units are stored as narrow as they fit: ~17, ~33 and ~66 KiB at the three widths (README,
+    // _core.pyi).
+    const KIB: usize = 1024;
+    assert!(large.heap_bytes() <= 17 * KIB, "Latin-1: {}", large.heap_bytes());
+    large.feed_str("naïve 人\n", &mut out);
+    assert!((17 * KIB..=34 * KIB).contains(&large.heap_bytes()), "BMP: {}", large.heap_bytes());
+    large.feed_str("🙂\n", &mut out);
+    assert!((34 * KIB..=67 * KIB).contains(&large.heap_bytes()), "beyond the BMP: {}", large.heap_bytes());
+    for _ in 0..50 {
+        large.feed_str(&text.repeat(1000), &mut out);
+    }
+    assert!(large.heap_bytes() <= 67 * KIB, "{}", large.heap_bytes());
 }
 
 #[test]
