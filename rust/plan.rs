@@ -1,0 +1,50 @@
+//! The sampling plan: which periods the detector compares at which units, and how much history
+//! it keeps, worked out once per set of rules.
+
+use crate::rules::{Rules, SAMPLE_UNITS};
+
+const K: u64 = SAMPLE_UNITS as u64;
+
+/// What the rules imply for sampling and memory, worked out once per set of rules and shared
+/// by the detectors that use them.
+#[derive(Debug)]
+pub struct Plan {
+    /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
+    /// trailing zero bits.
+    pub due_upto: [u32; 65],
+    /// The fewest trailing zero bits of a sampled unit's index.
+    pub sample_tier: u32,
+    /// `least[p]`: the least span any block of `p` units needs.
+    pub least: Vec<u64>,
+    pub window_len: usize,
+}
+
+impl Plan {
+    pub fn new(rules: &Rules) -> Plan {
+        let max_long = rules.max_long_period;
+        let least: Vec<u64> = (0..=max_long).map(|p| if p == 0 { 0 } else { rules.least_required_span(p) }).collect();
+        // Sampling spacing of each period: room for a sampled unit inside every run before it can
+        // reach its rule, made non-decreasing in the period so the periods due at a unit form one
+        // range. A period is sampled at multiples of the largest power of two within its room.
+        let mut due_upto = [0u32; 65];
+        let mut room = u64::MAX;
+        for p in (1..=max_long).rev() {
+            room = room.min(least[p as usize] - u64::from(p) - K + 1);
+            let tier = room.ilog2() as usize;
+            due_upto[tier] = due_upto[tier].max(p);
+        }
+        for tier in 1..due_upto.len() {
+            due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
+        }
+        let sample_tier = due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32;
+        // The window holds every run until it can reach its rule, and the longest block.
+        let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
+        Plan { due_upto, sample_tier, least, window_len: window_len as usize }
+    }
+
+    /// Units between two samples of period `p`.
+    pub fn spacing(&self, p: u64) -> u64 {
+        let tier = self.due_upto.iter().position(|&due| u64::from(due) >= p).expect("p is sampled");
+        1 << tier
+    }
+}

@@ -1,0 +1,473 @@
+//! The state of one stream over a window of units stored as `T`: units go in a piece at a
+//! time, findings come out at the unit where their rule first holds, whatever the chunking.
+//!
+//! Periodic stretches are found without comparing every period at every unit. A run of period `p`
+//! must hold for `least_required_span(p) - p` units before it can count, so it is enough to look
+//! for it at sampled units, spaced less than that apart: at unit `x` the detector compares the
+//! last 16 units with the 16 units `p` before them, for every `p` whose spacing divides `x`
+//! (spacings are powers of two, so the periods due at `x` are one contiguous range: 16 periods
+//! per vector compare, most of them ruled out by the first two units). A run that holds for all
+//! 16 units is traced back to where it starts; if it can still break before its next sample, that
+//! sample looks again, otherwise a tracker follows it exactly until it breaks.
+//!
+//! Units are appended to the window a piece at a time and only the units where something can
+//! happen are visited: sampled units, newlines, and where a followed run breaks or reaches its
+//! span (found by comparing whole vectors). Clean text costs about one vector compare per unit
+//! whatever `max_long_period` is, and no run that can reach its rule is missed, so findings and
+//! offsets are exact.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::finding::{Finding, Rule};
+use crate::lanes::{Source, Unit, LANES};
+use crate::lines::{LineEvent, Lines};
+use crate::plan::Plan;
+use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
+use crate::window::Window;
+
+const K: u64 = SAMPLE_UNITS as u64;
+const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
+const NEWLINE: u32 = b'\n' as u32;
+
+/// Everything the detector knows, over a window storing units as `T`.
+#[derive(Clone, Debug)]
+pub struct Core<T: Unit> {
+    rules: Rules,
+    plan: Arc<Plan>,
+    window: Window<T>,
+    trackers: Vec<Tracker>,
+    lines: Lines,
+    /// A later finding must have its anchor at or after this offset.
+    claim_end: u64,
+    /// A fired periodic tracker is still running: nothing new can be found until it breaks.
+    claim_running: bool,
+    /// The line streak that fired is the claim.
+    line_claim: bool,
+    first_finding: Option<Finding>,
+    candidates: Vec<Candidate>,
+}
+
+/// Follows one periodic run once sampling has seen it.
+#[derive(Clone, Debug)]
+struct Tracker {
+    period: u64,
+    start: u64,
+    /// The span at which to look at the run again: first the least any block of this period
+    /// needs, then (once `settled`) what this run's block needs.
+    need: u64,
+    /// Whether the block was checked (primitive) and `need` is its own.
+    settled: bool,
+    fired: bool,
+    /// Every unit before this one repeats the unit `period` before it; the unit here does not,
+    /// unless it is not appended yet.
+    holds_to: u64,
+}
+
+#[derive(Clone, Debug)]
+struct Candidate {
+    finding: Finding,
+    /// Index into `trackers`, or `None` for the line streak.
+    tracker: Option<usize>,
+}
+
+impl<T: Unit> Core<T> {
+    pub fn new(rules: Rules) -> Core<T> {
+        debug_assert!(rules.validate().is_ok());
+        // Working out a plan takes ~100 us; the default rules' is worked out once.
+        static DEFAULT_PLAN: OnceLock<Arc<Plan>> = OnceLock::new();
+        let plan = if rules == DEFAULT_RULES {
+            Arc::clone(DEFAULT_PLAN.get_or_init(|| Arc::new(Plan::new(&rules))))
+        } else {
+            Arc::new(Plan::new(&rules))
+        };
+        Core {
+            rules,
+            window: Window::new(plan.window_len),
+            plan,
+            trackers: Vec::new(),
+            lines: Lines::new(&rules),
+            claim_end: 0,
+            claim_running: false,
+            line_claim: false,
+            first_finding: None,
+            candidates: Vec::new(),
+        }
+    }
+
+    pub fn rules(&self) -> &Rules {
+        &self.rules
+    }
+
+    /// Units fed so far.
+    pub fn units_seen(&self) -> u64 {
+        self.window.end()
+    }
+
+    pub fn finding(&self) -> Option<&Finding> {
+        self.first_finding.as_ref()
+    }
+
+    pub fn window_len(&self) -> usize {
+        self.window.len()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.window.heap_bytes()
+            + self.trackers.capacity() * std::mem::size_of::<Tracker>()
+            + self.candidates.capacity() * std::mem::size_of::<Candidate>()
+    }
+
+    /// Appends up to a piece of units to the window, then works through the units where
+    /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
+    /// its span. Nothing happens at the units in between, so skipping them is exact.
+    pub fn feed_piece<S: Source>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+        self.window.allocate();
+        self.lines.before_append(&self.window, piece.len());
+        let first = self.window.end();
+        self.window.append(piece);
+        let end = self.window.end();
+        let next_newline = |x: u64| S::find(&piece[(x - first) as usize..], b'\n').map_or(u64::MAX, |i| x + i as u64);
+        let mut x = first;
+        let mut newline = next_newline(x);
+        loop {
+            let mut event = newline;
+            for i in 0..self.trackers.len() {
+                event = event.min(self.tracker_event(i, x, end));
+            }
+            if let Some(after) = self.sample_until(x, event.min(end), out) {
+                // A sample started following a run, or a finding fired: look again from there.
+                x = after;
+            } else if event < end {
+                self.step(event, out);
+                x = event + 1;
+            } else {
+                break;
+            }
+            if newline < x {
+                newline = next_newline(x);
+            }
+        }
+        if self.claim_running {
+            self.claim_end = end;
+        }
+    }
+
+    /// Samples the sampled units in `x..until`, where nothing else happens. Returns the unit after
+    /// the one where a tracker started or a finding fired, if one did.
+    fn sample_until(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
+        let mut at = self.next_sample(x);
+        while at < until {
+            let started = self.sample(at);
+            if !self.candidates.is_empty() {
+                self.resolve(at, out);
+            }
+            if started || self.claim_running {
+                return Some(at + 1);
+            }
+            at = self.next_sample(at + 1);
+        }
+        None
+    }
+
+    /// The first unit at or after `x` where sampling is due.
+    fn next_sample(&self, x: u64) -> u64 {
+        if self.claim_running || self.plan.sample_tier >= 64 {
+            return u64::MAX;
+        }
+        let below = (1u64 << self.plan.sample_tier) - 1;
+        (x.max(K) + below) & !below
+    }
+
+    /// The first unit at or after `x` where tracker `i` breaks or reaches its `need`.
+    fn tracker_event(&mut self, i: usize, x: u64, end: u64) -> u64 {
+        let t = &self.trackers[i];
+        let holds_to = self.window.first_break(t.period, t.holds_to.max(x), end);
+        let t = &mut self.trackers[i];
+        t.holds_to = holds_to;
+        let reaches_need = t.start + t.need - 1;
+        if t.fired || reaches_need < x {
+            holds_to
+        } else {
+            holds_to.min(reaches_need)
+        }
+    }
+
+    /// Everything that happens at unit `x`.
+    fn step(&mut self, x: u64, out: &mut Vec<Finding>) {
+        let unit = self.window.at(x);
+        if !self.trackers.is_empty() {
+            self.follow_trackers(x, unit);
+        }
+        if unit == NEWLINE {
+            if let Some(event) = self.lines.on_newline(x, &self.window) {
+                self.on_line(x, event);
+            }
+        }
+        if !self.claim_running && x >= K && self.plan.due_upto[x.trailing_zeros().min(64) as usize] != 0 {
+            self.sample(x);
+        }
+        if !self.candidates.is_empty() {
+            self.resolve(x, out);
+        }
+    }
+
+    fn follow_trackers(&mut self, x: u64, unit: u32) {
+        let mut i = 0;
+        while i < self.trackers.len() {
+            let t = &self.trackers[i];
+            let keep = if self.window.at(x - t.period) != unit {
+                if t.fired {
+                    self.claim_running = false;
+                    self.claim_end = x;
+                }
+                false
+            } else if t.fired {
+                self.claim_end = x + 1;
+                true
+            } else {
+                x + 1 - t.start != t.need || self.settle(i, x)
+            };
+            if keep {
+                i += 1;
+            } else {
+                self.trackers.swap_remove(i);
+            }
+        }
+    }
+
+    /// Tracker `i` reached its `need` at `x`. The first time, its block is looked at: a block
+    /// that is a power of a shorter one is dropped (the shorter period reports it), any other
+    /// gets the span its kind needs. Reaching that span makes a candidate. Returns whether to
+    /// keep following the run.
+    fn settle(&mut self, i: usize, x: u64) -> bool {
+        let (period, start) = (self.trackers[i].period, self.trackers[i].start);
+        if !self.trackers[i].settled {
+            if !self.is_primitive(start, period) {
+                return false;
+            }
+            let mut counts = KindCounts::default();
+            for pos in x + 1 - period..=x {
+                counts.add(self.window.at(pos));
+            }
+            let need = self.rules.required_span(period as u32, counts.kind());
+            let tracker = &mut self.trackers[i];
+            tracker.settled = true;
+            tracker.need = need;
+            if need > x + 1 - start {
+                return true;
+            }
+        }
+        let finding = self.periodic_finding(&self.trackers[i], x);
+        self.candidates.push(Candidate { finding, tracker: Some(i) });
+        true
+    }
+
+    fn on_line(&mut self, x: u64, event: LineEvent) {
+        match event {
+            LineEvent::Continued if self.line_claim => self.claim_end = x + 1,
+            LineEvent::Continued => {}
+            LineEvent::NewStreak => self.line_claim = false,
+            LineEvent::Reached { start, line_start, period, repeats } => {
+                // A line longer than the window is reported by the part of it the window holds
+                // at this newline: the `len - 1` units before it, less the trailing whitespace.
+                let content_end = line_start + period;
+                let room = (self.window.len() as u64 - 1).saturating_sub(x - content_end);
+                let block_len = period.min(room);
+                let finding = Finding {
+                    rule: Rule::IdenticalLines,
+                    period,
+                    block: self.window.units(content_end - block_len, content_end),
+                    start,
+                    repeats,
+                    detected_at: x + 1,
+                };
+                self.candidates.push(Candidate { finding, tracker: None });
+            }
+        }
+    }
+
+    fn periodic_finding(&self, t: &Tracker, x: u64) -> Finding {
+        let rule = if t.period <= u64::from(self.rules.max_period) { Rule::PeriodicRun } else { Rule::LongBlock };
+        // The block is read from the run's latest full copy (the first may have left the window).
+        let copies = (x + 1 - t.start) / t.period;
+        let copy_start = t.start + (copies - 1) * t.period;
+        Finding {
+            rule,
+            period: t.period,
+            block: self.window.units(copy_start, copy_start + t.period),
+            start: t.start,
+            repeats: copies,
+            detected_at: x + 1,
+        }
+    }
+
+    /// Compares the last 16 units up to `x` with the 16 units `p` before them, for every period
+    /// due at `x`. Sixteen periods at a time are first tested on two units, the newest and the
+    /// oldest, with one vector compare each: units far apart rarely agree together, so almost
+    /// every period goes there. Each period left is then tested on all 16 units with one compare.
+    /// Returns whether a tracker started.
+    fn sample(&mut self, x: u64) -> bool {
+        let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
+        let recent = *self.window.lanes(x + 1 - K);
+        let (newest, oldest) = (recent[LANES - 1], recent[0]);
+        // Lane `i` of the group at `slot` stands for period `rest - i`: the unit it compares with
+        // the newest is in slot `slot + i`.
+        let mut slot = self.window.slot(x - due);
+        let mut rest = due;
+        let mut started = false;
+        while rest > 0 {
+            let n = rest.min(LANES as u64);
+            let alive = T::equal_to(self.window.lanes_back(slot, 0), newest)
+                & T::equal_to(self.window.lanes_back(slot, LANES - 1), oldest)
+                & (u32::MAX >> (32 - n));
+            if alive != 0 {
+                started |= self.confirm(x, slot, alive, &recent, rest);
+            }
+            slot = self.window.slot_after(slot, LANES);
+            rest -= n;
+        }
+        started
+    }
+
+    /// The periods of a sampled group whose newest and oldest units agree (bits of `alive`;
+    /// lane `i` at `slot + i` stands for period `rest - i`), tested on all 16 units; the runs
+    /// that hold are tracked. Kept out of line so the loop over groups stays small. Returns
+    /// whether a tracker started.
+    #[cold]
+    #[inline(never)]
+    fn confirm(&mut self, x: u64, slot: usize, mut alive: u32, recent: &[T; LANES], rest: u64) -> bool {
+        let mut started = false;
+        while alive != 0 {
+            let i = alive.trailing_zeros();
+            alive &= alive - 1;
+            let back = self.window.lanes_back(self.window.slot_after(slot, i as usize), LANES - 1);
+            if T::equal_pairs(back, recent) == 0xFFFF {
+                started |= self.try_track(x, rest - u64::from(i));
+            }
+        }
+        started
+    }
+
+    /// The last 16 units up to `x` repeat those `p` before them: follow the run if it can count.
+    /// Returns whether a tracker started.
+    fn try_track(&mut self, x: u64, p: u64) -> bool {
+        // A run of a divisor of `p` that covers the last 2p units holds every p-run through
+        // here, and its block is a power of the shorter one: nothing to trace.
+        if self.trackers.iter().any(|t| t.period == p || (x >= t.start + 2 * p && p % t.period == 0)) {
+            return false;
+        }
+        // Trace the run back: `first` is its first unit equal to the one `p` before it.
+        let oldest = (x + 1).saturating_sub(self.window.len() as u64);
+        let floor = p.max(oldest + p);
+        let first = self.window.run_start(p, floor, x + 1 - K);
+        if first == floor && first != p {
+            // The run is older than the window, so it was followed (or ruled out) already.
+            return false;
+        }
+        if first < self.claim_end {
+            return false;
+        }
+        let start = first - p;
+        if self.trackers.iter().any(|t| t.start <= start && p % t.period == 0) {
+            // A shorter period covers this block: it is a power of a shorter one.
+            return false;
+        }
+        let need = self.plan.least[p as usize];
+        if x + 1 - start > need {
+            // Sampling sees every run before it can count: one past that was judged already
+            // (its block is a power of a shorter one).
+            return false;
+        }
+        // A run that, if it goes on, is sampled again before it can count is left to that
+        // sample: most runs break first, and are never followed at all.
+        if x + self.plan.spacing(p) < start + need {
+            return false;
+        }
+        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, holds_to: x + 1 });
+        if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
+            self.trackers.pop();
+            return false;
+        }
+        true
+    }
+
+    /// Whether `units[start..start + p]` is not a power of a shorter block.
+    fn is_primitive(&self, start: u64, p: u64) -> bool {
+        let mut rest = p;
+        let mut factor = 2;
+        while rest > 1 {
+            if factor * factor > rest {
+                factor = rest;
+            }
+            if rest % factor == 0 {
+                let q = p / factor;
+                if self.window.first_break(q, start + q, start + p) == start + p {
+                    return false;
+                }
+                while rest % factor == 0 {
+                    rest /= factor;
+                }
+            }
+            factor += 1;
+        }
+        true
+    }
+
+    /// Emits the candidates of unit `x` in order, each unless an earlier finding claims it.
+    fn resolve(&mut self, x: u64, out: &mut Vec<Finding>) {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.sort_by_key(|c| (c.finding.start, c.finding.rule, c.finding.period));
+        let mut fired: Option<Option<usize>> = None;
+        for candidate in candidates.drain(..) {
+            if candidate.finding.anchor() < self.claim_end {
+                continue;
+            }
+            self.claim_end = x + 1;
+            fired = Some(candidate.tracker);
+            if self.first_finding.is_none() {
+                self.first_finding = Some(candidate.finding.clone());
+            }
+            out.push(candidate.finding);
+        }
+        self.candidates = candidates;
+        let Some(source) = fired else {
+            // Candidates that did not fire are claimed for good: stop following them.
+            let claim_end = self.claim_end;
+            self.trackers.retain(|t| t.fired || t.start + t.period >= claim_end);
+            return;
+        };
+        // Every other run in progress started before this finding's end: none can count now.
+        match source {
+            Some(i) => {
+                let mut kept = self.trackers.swap_remove(i);
+                kept.fired = true;
+                self.trackers.clear();
+                self.trackers.push(kept);
+                self.claim_running = true;
+            }
+            None => {
+                self.trackers.clear();
+                self.claim_running = false;
+                self.line_claim = true;
+            }
+        }
+    }
+}
+
+impl<T: Unit> Core<T> {
+    /// The same detector storing wider units.
+    pub fn widen<U: Unit + From<T>>(&self) -> Core<U> {
+        Core {
+            rules: self.rules,
+            plan: Arc::clone(&self.plan),
+            window: self.window.widen(),
+            trackers: self.trackers.clone(),
+            lines: self.lines.clone(),
+            claim_end: self.claim_end,
+            claim_running: self.claim_running,
+            line_claim: self.line_claim,
+            first_finding: self.first_finding.clone(),
+            candidates: self.candidates.clone(),
+        }
+    }
+}
