@@ -115,15 +115,24 @@ pub enum UnitClass {
     Other,
 }
 
+/// ASCII whitespace: tab, line feed, vertical tab, form feed, carriage return, space.
+const fn is_ascii_space(unit: u32) -> bool {
+    unit == 0x20 || unit.wrapping_sub(0x09) < 5
+}
+
+/// An ASCII letter (for a unit below 0x80), as arithmetic the compiler can vectorise.
+const fn is_ascii_letter(unit: u32) -> bool {
+    (unit | 0x20).wrapping_sub(b'a' as u32) < 26
+}
+
 /// ASCII, looked up: most text is.
 const ASCII_CLASSES: [UnitClass; 128] = {
     let mut classes = [UnitClass::Other; 128];
     let mut u = 0;
     while u < 128 {
-        let c = u as u8;
-        if c.is_ascii_alphabetic() {
+        if is_ascii_letter(u as u32) {
             classes[u] = UnitClass::Letter;
-        } else if matches!(c, 0x09..=0x0D | 0x20) {
+        } else if is_ascii_space(u as u32) {
             classes[u] = UnitClass::Whitespace;
         }
         u += 1;
@@ -195,8 +204,7 @@ impl KindCounts {
             units.iter().for_each(|&unit| self.add(unit.into()));
             return;
         }
-        let is_space = |unit: u32| unit == 0x20 || unit.wrapping_sub(0x09) < 5;
-        let Some(first) = units.iter().map(|&unit| unit.into()).find(|&unit| !is_space(unit)) else {
+        let Some(first) = units.iter().map(|&unit| unit.into()).find(|&unit| !is_ascii_space(unit)) else {
             self.whitespace += units.len() as u64;
             return;
         };
@@ -210,9 +218,8 @@ impl KindCounts {
         for block in units.chunks(1 << 16) {
             let (w, l, d) = block.iter().fold((0u32, 0u32, 0u32), |(w, l, d), &unit| {
                 let unit: u32 = unit.into();
-                let space = is_space(unit);
-                let letter = (unit | 0x20).wrapping_sub(u32::from(b'a')) < 26;
-                (w + u32::from(space), l + u32::from(letter), d + u32::from(!space & (unit != target)))
+                let space = is_ascii_space(unit);
+                (w + u32::from(space), l + u32::from(is_ascii_letter(unit)), d + u32::from(!space & (unit != target)))
             });
             (whitespace, letters, unlike) = (whitespace + u64::from(w), letters + u64::from(l), unlike + u64::from(d));
         }
@@ -392,6 +399,21 @@ mod tests {
         assert_eq!(BlockKind::of(&units("\n        text/plain")), BlockKind::Code);
         assert_eq!(BlockKind::of(&units("it ")), BlockKind::Text);
         assert_eq!(BlockKind::of(&units("|---")), BlockKind::Code);
+    }
+
+    #[test]
+    fn counting_a_slice_agrees_with_counting_unit_by_unit() {
+        let every_ascii: Vec<u32> = (0..128).collect();
+        let cases: [&[u32]; 5] = [&every_ascii, &units("  \t\n"), &units("--- -"), &units("Loop loop. "), &units("é, ü \n")];
+        for case in cases {
+            for split in 0..=case.len() {
+                let (mut slices, mut one_by_one) = (KindCounts::default(), KindCounts::default());
+                slices.add_all(&case[..split]);
+                slices.add_all(&case[split..]);
+                case.iter().for_each(|&u| one_by_one.add(u));
+                assert_eq!(format!("{slices:?}"), format!("{one_by_one:?}"), "{case:?} split at {split}");
+            }
+        }
     }
 
     #[test]
