@@ -23,7 +23,7 @@ use crate::lanes::{Source, Unit, LANES};
 use crate::lines::{LineEvent, Lines};
 use crate::plan::Plan;
 use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
-use crate::window::Window;
+use crate::window::{Slot, Window};
 
 const K: u64 = SAMPLE_UNITS as u64;
 const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
@@ -335,7 +335,7 @@ impl<T: Unit> Core<T> {
     /// whether a tracker started.
     #[cold]
     #[inline(never)]
-    fn confirm(&mut self, x: u64, slot: usize, mut alive: u32, recent: &[T; LANES], rest: u64) -> bool {
+    fn confirm(&mut self, x: u64, slot: Slot, mut alive: u32, recent: &[T; LANES], rest: u64) -> bool {
         let mut started = false;
         while alive != 0 {
             let i = alive.trailing_zeros();

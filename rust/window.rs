@@ -10,6 +10,13 @@ const MIRROR: usize = LANES;
 /// The most units appended at once: the detector works through them before the next piece.
 pub const PIECE: usize = 512;
 
+/// A slot of a window's ring, below its `cap`: made only by [`Window::slot`], which checks that
+/// the position is held (so the window is allocated, as it is once a unit is appended, for good),
+/// and kept below `cap` by [`Window::slot_after`]. Used with the window that made it, within one
+/// call; the detector's vector reads rely on it.
+#[derive(Clone, Copy, Debug)]
+pub struct Slot(usize);
+
 #[derive(Clone, Debug)]
 pub struct Window<T: Unit> {
     /// The ring then the mirror; allocated on the first unit, so an idle detector holds nothing.
@@ -80,48 +87,41 @@ impl<T: Unit> Window<T> {
     /// The unit at `pos`.
     #[inline]
     pub fn at(&self, pos: u64) -> u32 {
-        self.buf[self.slot(pos)].into()
+        self.buf[self.slot(pos).0].into()
     }
 
-    /// The 16 slots from `pos`'s: the units from `pos` as far as they are appended (the lanes
-    /// past the newest unit hold stale values, for the caller to mask).
+    /// The 16 units from `pos` on, as far as they are appended (the lanes past the newest unit
+    /// hold stale values, for the caller to mask).
     #[inline]
     pub fn lanes(&self, pos: u64) -> &[T; LANES] {
         self.lanes_back(self.slot(pos), 0)
     }
 
-    /// [`Window::lanes`] of the position `back` before the one at `slot` (`back <= len`),
-    /// without working out the slot again.
+    /// [`Window::lanes`] of the position `back < LANES` before the one at `slot`, without
+    /// working out the slot again.
     #[inline]
-    pub fn lanes_back(&self, slot: usize, back: usize) -> &[T; LANES] {
-        let slot = if slot >= back { slot - back } else { slot + self.cap - back };
-        debug_assert!(slot < self.cap && self.buf.len() == self.cap + MIRROR);
-        // SAFETY: `slot < cap` (`slot` was one and `back <= cap`), and a window is read only
-        // once allocated, when the buffer holds `cap + MIRROR` (= `cap + LANES`) units.
+    pub fn lanes_back(&self, slot: Slot, back: usize) -> &[T; LANES] {
+        assert!(back < LANES);
+        let slot = if slot.0 >= back { slot.0 - back } else { slot.0 + self.cap - back };
+        // SAFETY: a `Slot` is below `cap` and comes from an allocated window (see `Slot`), so
+        // `slot < cap` here too, and the buffer holds `cap + MIRROR` (= `cap + LANES`) units.
         unsafe { &*self.buf.as_ptr().add(slot).cast::<[T; LANES]>() }
     }
 
-    /// The slot `n <= cap` places after `slot`.
+    /// The slot `n <= LANES` places after `slot`.
     #[inline]
-    pub fn slot_after(&self, slot: usize, n: usize) -> usize {
-        let slot = slot + n;
-        if slot >= self.cap {
-            slot - self.cap
-        } else {
-            slot
-        }
+    pub fn slot_after(&self, slot: Slot, n: usize) -> Slot {
+        assert!(n <= LANES);
+        let slot = slot.0 + n;
+        Slot(if slot >= self.cap { slot - self.cap } else { slot })
     }
 
     /// The slot of a held position, for [`Window::lanes_back`].
     #[inline]
-    pub fn slot(&self, pos: u64) -> usize {
-        debug_assert!(pos < self.end && pos >= self.oldest(), "{pos} not held");
+    pub fn slot(&self, pos: u64) -> Slot {
+        assert!(pos < self.end && pos >= self.oldest(), "{pos} not held");
         let back = (self.end - pos) as usize;
-        if self.head >= back {
-            self.head - back
-        } else {
-            self.head + self.cap - back
-        }
+        Slot(if self.head >= back { self.head - back } else { self.head + self.cap - back })
     }
 
     /// The held units `from..to`, oldest first, as one or two slices of the ring.
@@ -129,7 +129,7 @@ impl<T: Unit> Window<T> {
         if from == to {
             return (&[], &[]);
         }
-        let (first, last) = (self.slot(from), self.slot(to - 1));
+        let (first, last) = (self.slot(from).0, self.slot(to - 1).0);
         if first <= last {
             (&self.buf[first..=last], &[])
         } else {
@@ -176,9 +176,7 @@ impl<T: Unit> Window<T> {
         }
         floor
     }
-}
 
-impl<T: Unit> Window<T> {
     /// The same window storing wider units.
     pub fn widen<U: Unit + From<T>>(&self) -> Window<U> {
         Window {
