@@ -48,9 +48,9 @@ e2e:
 # (fuzz/corpus/<target>/, replayed by test-rust); what a run finds goes to fuzz/target/corpus/
 # (`make fuzz-corpus` minimises it into the kept corpus), crashes to fuzz/artifacts/<target>/.
 # cargo-fuzz needs nightly features: RUSTC_BOOTSTRAP=1 lets the stable toolchain build it. No
-# sanitizer: the core's only unsafe code is the vector loads in rust/lanes.rs and
-# Window::lanes_back, whose bounds are debug-asserted, and cargo-fuzz builds with debug
-# assertions on; ASan would halve the speed for nothing. A unit slower
+# sanitizer: the core's only unsafe code is the vector loads in rust/lanes.rs (inside their
+# arrays) and Window::lanes_back (in bounds by its Slot type); ASan would halve the speed for
+# nothing. A unit slower
 # than 10 s is a failure. FUZZ_FLAGS=--features=mask-known-bugs skips the open bugs.
 FUZZ_SECONDS ?= 180
 FUZZ_TARGETS ?= chunking scan trim rules
