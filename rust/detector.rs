@@ -4,7 +4,7 @@
 //! fit.
 
 use crate::finding::Finding;
-use crate::lanes::{Source, Unit};
+use crate::lanes::Unit;
 use crate::rules::Rules;
 use crate::state::Core;
 use crate::window::PIECE;
@@ -112,7 +112,7 @@ impl Detector {
     }
 
     /// A piece of units: bytes of ASCII, or code points and token ids.
-    fn feed_piece<S: Source>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+    fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         let widened = match &self.core {
             Storage::Bytes(core) if !u8::holds(piece) => {
                 Some(if u16::holds(piece) { Storage::Narrow(core.widen()) } else { Storage::Wide(core.widen()) })

@@ -139,34 +139,39 @@ impl Unit for u32 {
     }
 }
 
-/// Units as they arrive: bytes of ASCII text, or code points and token ids.
-pub trait Source: Copy + Into<u32> {
-    /// The index of the first `target` (which fits a byte) in `units`.
-    fn find(units: &[Self], target: u8) -> Option<usize>;
-}
+/// The positions of `target` (which fits every unit type) in a piece of at most `64 * N` units,
+/// as a bitmap: one pass of vector compares, so a newline costs a bit scan, not a search.
+#[derive(Clone, Copy, Debug)]
+pub struct Marks<const N: usize>([u64; N]);
 
-impl Source for u8 {
-    fn find(units: &[u8], target: u8) -> Option<usize> {
-        // memchr's setup outweighs a short scan (streamed deltas are a few bytes).
-        if units.len() < 2 * LANES {
-            return units.iter().position(|&u| u == target);
+impl<const N: usize> Marks<N> {
+    pub fn of<S: Unit>(units: &[S], target: u8) -> Marks<N> {
+        assert!(units.len() <= 64 * N);
+        let target = S::store(u32::from(target));
+        let mut bits = [0u64; N];
+        let mut words = units.chunks_exact(64);
+        for (word, units) in bits.iter_mut().zip(words.by_ref()) {
+            let found = |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("a block of LANES"), target));
+            *word = (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i);
         }
-        memchr::memchr(target, units)
+        let offset = units.len() - words.remainder().len();
+        for (i, &unit) in words.remainder().iter().enumerate() {
+            bits[(offset + i) / 64] |= u64::from(unit == target) << ((offset + i) % 64);
+        }
+        Marks(bits)
     }
-}
 
-impl Source for u32 {
-    fn find(units: &[u32], target: u8) -> Option<usize> {
-        let mut blocks = units.chunks_exact(LANES);
-        let mut offset = 0;
-        for block in blocks.by_ref() {
-            let found = u32::equal_to(block.try_into().expect("a block of LANES"), u32::from(target));
-            if found != 0 {
-                return Some(offset + found.trailing_zeros() as usize);
+    /// The first marked index at or after `from`.
+    pub fn next(&self, from: usize) -> Option<usize> {
+        let mut word = from / 64;
+        let mut bits = *self.0.get(word)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(word * 64 + bits.trailing_zeros() as usize);
             }
-            offset += LANES;
+            word += 1;
+            bits = *self.0.get(word)?;
         }
-        blocks.remainder().iter().position(|&u| u == u32::from(target)).map(|i| offset + i)
     }
 }
 
@@ -211,13 +216,15 @@ mod tests {
     }
 
     #[test]
-    fn sources_find_the_first_target() {
-        let text = b"no newline here, one here\nand one here\n";
+    fn marks_find_every_target_in_order() {
+        // Newlines in and across blocks, at both ends of a word and in the remainder.
+        let text: Vec<u8> = (0..150).map(|i| if i % 7 == 0 || i == 63 || i == 64 || i == 149 { b'\n' } else { b'a' }).collect();
         let units: Vec<u32> = text.iter().map(|&b| u32::from(b)).collect();
-        for from in 0..text.len() {
-            let expected = text[from..].iter().position(|&b| b == b'\n');
-            assert_eq!(u8::find(&text[from..], b'\n'), expected);
-            assert_eq!(u32::find(&units[from..], b'\n'), expected);
+        for from in 0..=text.len() {
+            let expected = text[from..].iter().position(|&b| b == b'\n').map(|i| from + i);
+            assert_eq!(Marks::<3>::of(&text, b'\n').next(from), expected);
+            assert_eq!(Marks::<3>::of(&units, b'\n').next(from), expected);
+            assert_eq!(Marks::<3>::of(&units[..from], b'\n').next(from), None);
         }
     }
 

@@ -49,8 +49,10 @@ pub struct Rules {
 pub const DEFAULT_RULES: Rules = Rules {
     // From the incident report; only names the rule (short blocks and long ones share one formula).
     max_period: 150,
-    // A repeated 92-line code block (llama.cpp#26039) is ~3,500 units.
-    max_long_period: 4096,
+    // A repeated 92-line code block (llama.cpp#26039) is ~3,500 units. The window holds four
+    // copies of the longest block: 3,840 keeps a stream's state within 64 KiB even at 32-bit
+    // storage (token ids from 65,536), where 4,096 needed 66 KiB.
+    max_long_period: 3840,
     // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for. Benign words reach at
     // most 0.53 of the text rule (three copies of a 75-unit line in the email tests).
     min_repeats: 20,

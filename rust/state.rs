@@ -19,11 +19,11 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::finding::{Finding, Rule};
-use crate::lanes::{Source, Unit, LANES};
+use crate::lanes::{Marks, Unit, LANES};
 use crate::lines::{LineEvent, Lines};
 use crate::plan::Plan;
 use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
-use crate::window::{Slot, Window};
+use crate::window::{Slot, Window, PIECE};
 
 const K: u64 = SAMPLE_UNITS as u64;
 const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
@@ -120,13 +120,14 @@ impl<T: Unit> Core<T> {
     /// Appends up to a piece of units to the window, then works through the units where
     /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
     /// its span. Nothing happens at the units in between, so skipping them is exact.
-    pub fn feed_piece<S: Source>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+    pub fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         self.window.allocate();
         self.lines.before_append(&self.window, piece.len());
         let first = self.window.end();
         self.window.append(piece);
         let end = self.window.end();
-        let next_newline = |x: u64| S::find(&piece[(x - first) as usize..], b'\n').map_or(u64::MAX, |i| x + i as u64);
+        let newlines = Marks::<{ PIECE / 64 }>::of(piece, b'\n');
+        let next_newline = |x: u64| newlines.next((x - first) as usize).map_or(u64::MAX, |i| first + i as u64);
         let mut x = first;
         let mut newline = next_newline(x);
         loop {
@@ -315,35 +316,54 @@ impl<T: Unit> Core<T> {
         let mut slot = self.window.slot(x - due);
         let mut rest = due;
         let mut started = false;
-        while rest > 0 {
-            let n = rest.min(LANES as u64);
-            let alive = T::equal_to(self.window.lanes_back(slot, 0), newest)
-                & T::equal_to(self.window.lanes_back(slot, LANES - 1), oldest)
-                & (u32::MAX >> (32 - n));
+        // The periods of a group whose newest and oldest units agree (bits of `alive`; lane `i`
+        // at `slot + i` stands for period `rest - i`) are tested on all 16 units.
+        let holding = |window: &Window<T>, slot: Slot, mut alive: u32| {
+            let mut holding = 0;
+            while alive != 0 {
+                let i = alive.trailing_zeros() as usize;
+                alive &= alive - 1;
+                let back = window.lanes_back(window.slot_after(slot, i), LANES - 1);
+                holding |= u32::from(T::equal_pairs(back, &recent) == 0xFFFF) << i;
+            }
+            holding
+        };
+        let alive_in = |window: &Window<T>, slot: Slot| {
+            T::equal_to(window.lanes_back(slot, 0), newest) & T::equal_to(window.lanes_back(slot, LANES - 1), oldest)
+        };
+        // Whole groups, then the last group's periods that are due.
+        while rest >= LANES as u64 {
+            let alive = alive_in(&self.window, slot);
             if alive != 0 {
-                started |= self.confirm(x, slot, alive, &recent, rest);
+                let holding = holding(&self.window, slot, alive);
+                if holding != 0 {
+                    started |= self.track_all(x, holding, rest);
+                }
             }
             slot = self.window.slot_after(slot, LANES);
-            rest -= n;
+            rest -= LANES as u64;
+        }
+        let alive = alive_in(&self.window, slot) & ((1 << rest) - 1);
+        if alive != 0 {
+            let holding = holding(&self.window, slot, alive);
+            if holding != 0 {
+                started |= self.track_all(x, holding, rest);
+            }
         }
         started
     }
 
-    /// The periods of a sampled group whose newest and oldest units agree (bits of `alive`;
-    /// lane `i` at `slot + i` stands for period `rest - i`), tested on all 16 units; the runs
-    /// that hold are tracked. Kept out of line so the loop over groups stays small. Returns
-    /// whether a tracker started.
+    /// The runs of the periods of a sampled group that hold on all 16 units (bits of `holding`,
+    /// bit `i` for period `rest - i`) are tracked if they can count. Kept out of line so the loop
+    /// over groups stays small. Returns whether a tracker started.
     #[cold]
     #[inline(never)]
-    fn confirm(&mut self, x: u64, slot: Slot, mut alive: u32, recent: &[T; LANES], rest: u64) -> bool {
+    fn track_all(&mut self, x: u64, mut holding: u32, rest: u64) -> bool {
         let mut started = false;
-        while alive != 0 {
-            let i = alive.trailing_zeros();
-            alive &= alive - 1;
-            let back = self.window.lanes_back(self.window.slot_after(slot, i as usize), LANES - 1);
-            if T::equal_pairs(back, recent) == 0xFFFF {
-                started |= self.try_track(x, rest - u64::from(i));
-            }
+        while holding != 0 {
+            let i = holding.trailing_zeros();
+            holding &= holding - 1;
+            started |= self.try_track(x, rest - u64::from(i));
         }
         started
     }

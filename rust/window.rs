@@ -2,7 +2,9 @@
 //!
 //! Units are appended a piece at a time, ahead of the detector working through them, so the
 //! ring holds the rules' window plus one piece. Its first [`LANES`] slots are copied past its
-//! end, so the 16 units from any position can be read as one array (and compared as a vector).
+//! end and its last [`LANES`] before its start, so the 16 units from any position, or from up to
+//! 16 positions before a slot, can be read as one array (and compared as a vector) without
+//! working out where the ring wraps.
 
 use crate::lanes::{Unit, LANES};
 
@@ -13,13 +15,13 @@ pub const PIECE: usize = 512;
 /// A slot of a window's ring, below its `cap`: made only by [`Window::slot`], which checks that
 /// the position is held (so the window is allocated, as it is once a unit is appended, for good),
 /// and kept below `cap` by [`Window::slot_after`]. Used with the window that made it, within one
-/// call; the detector's vector reads rely on it.
+/// call; the detector's vector reads rely on it. Slot `s` is `buf[MIRROR + s]`.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot(usize);
 
 #[derive(Clone, Debug)]
 pub struct Window<T: Unit> {
-    /// The ring then the mirror; allocated on the first unit, so an idle detector holds nothing.
+    /// The copy of the ring's last slots, the ring, then the copy of its first; allocated on the first unit, so an idle detector holds nothing.
     buf: Vec<T>,
     /// Units of history the rules need behind the unit being worked on.
     len: usize,
@@ -46,11 +48,6 @@ impl<T: Unit> Window<T> {
         self.end
     }
 
-    /// The first position the ring still holds.
-    pub fn oldest(&self) -> u64 {
-        self.end.saturating_sub(self.cap as u64)
-    }
-
     /// The first position still held once `n` more units are appended.
     pub fn oldest_after(&self, n: usize) -> u64 {
         (self.end + n as u64).saturating_sub(self.cap as u64)
@@ -58,7 +55,7 @@ impl<T: Unit> Window<T> {
 
     pub fn allocate(&mut self) {
         if self.buf.is_empty() {
-            self.buf = vec![T::default(); self.cap + MIRROR];
+            self.buf = vec![T::default(); MIRROR + self.cap + MIRROR];
         }
     }
 
@@ -72,10 +69,14 @@ impl<T: Unit> Window<T> {
         debug_assert!(units.len() <= PIECE && T::holds(units));
         let first = units.len().min(self.cap - self.head);
         let store = |to: &mut [T], from: &[S]| to.iter_mut().zip(from).for_each(|(t, &u)| *t = T::store(u.into()));
-        store(&mut self.buf[self.head..self.head + first], &units[..first]);
-        store(&mut self.buf[..units.len() - first], &units[first..]);
+        let ring = &mut self.buf[MIRROR..MIRROR + self.cap];
+        store(&mut ring[self.head..self.head + first], &units[..first]);
+        store(&mut ring[..units.len() - first], &units[first..]);
         if self.head < MIRROR || first < units.len() {
-            self.buf.copy_within(..MIRROR, self.cap);
+            self.buf.copy_within(MIRROR..2 * MIRROR, MIRROR + self.cap);
+        }
+        if self.head + first > self.cap - MIRROR {
+            self.buf.copy_within(self.cap..MIRROR + self.cap, 0);
         }
         self.head += units.len();
         if self.head >= self.cap {
@@ -87,7 +88,7 @@ impl<T: Unit> Window<T> {
     /// The unit at `pos`.
     #[inline]
     pub fn at(&self, pos: u64) -> u32 {
-        self.buf[self.slot(pos).0].into()
+        self.buf[MIRROR + self.slot(pos).0].into()
     }
 
     /// The 16 units from `pos` on, as far as they are appended (the lanes past the newest unit
@@ -97,15 +98,15 @@ impl<T: Unit> Window<T> {
         self.lanes_back(self.slot(pos), 0)
     }
 
-    /// [`Window::lanes`] of the position `back < LANES` before the one at `slot`, without
+    /// [`Window::lanes`] of the position `back <= LANES` before the one at `slot`, without
     /// working out the slot again.
     #[inline]
     pub fn lanes_back(&self, slot: Slot, back: usize) -> &[T; LANES] {
-        assert!(back < LANES);
-        let slot = if slot.0 >= back { slot.0 - back } else { slot.0 + self.cap - back };
+        assert!(back <= MIRROR);
         // SAFETY: a `Slot` is below `cap` and comes from an allocated window (see `Slot`), so
-        // `slot < cap` here too, and the buffer holds `cap + MIRROR` (= `cap + LANES`) units.
-        unsafe { &*self.buf.as_ptr().add(slot).cast::<[T; LANES]>() }
+        // `MIRROR + slot - back` is at least 0 and the lanes end by `MIRROR + cap + LANES`, the
+        // buffer's length.
+        unsafe { &*self.buf.as_ptr().add(MIRROR + slot.0 - back).cast::<[T; LANES]>() }
     }
 
     /// The slot `n <= LANES` places after `slot`.
@@ -119,9 +120,11 @@ impl<T: Unit> Window<T> {
     /// The slot of a held position, for [`Window::lanes_back`].
     #[inline]
     pub fn slot(&self, pos: u64) -> Slot {
-        assert!(pos < self.end && pos >= self.oldest(), "{pos} not held");
-        let back = (self.end - pos) as usize;
-        Slot(if self.head >= back { self.head - back } else { self.head + self.cap - back })
+        // One compare checks both ends: `back` is in `1..=cap` exactly when `pos` is held.
+        let back = self.end.wrapping_sub(pos);
+        assert!(back.wrapping_sub(1) < self.cap as u64, "{pos} not held");
+        let slot = self.head.wrapping_sub(back as usize);
+        Slot(if slot > self.head { slot.wrapping_add(self.cap) } else { slot })
     }
 
     /// The held units `from..to`, oldest first, as one or two slices of the ring.
@@ -130,10 +133,11 @@ impl<T: Unit> Window<T> {
             return (&[], &[]);
         }
         let (first, last) = (self.slot(from).0, self.slot(to - 1).0);
+        let ring = &self.buf[MIRROR..MIRROR + self.cap];
         if first <= last {
-            (&self.buf[first..=last], &[])
+            (&ring[first..=last], &[])
         } else {
-            (&self.buf[first..self.cap], &self.buf[..=last])
+            (&ring[first..], &ring[..=last])
         }
     }
 

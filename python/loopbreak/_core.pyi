@@ -38,7 +38,7 @@ class Rules:
         self,
         *,
         max_period: int = 150,
-        max_long_period: int = 4096,
+        max_long_period: int = 3840,
         min_repeats: int = 20,
         text_span: int = 400,
         code_min_repeats: int = 50,
@@ -185,8 +185,8 @@ class Detector:
 
     Findings and their offsets do not depend on how the text is split into deltas. The state is
     bounded by the rules' window, allocated on the first unit, not by the stream length: at the
-    defaults about 17 KiB while every char is below U+0100, 33 KiB while they are in the Basic
-    Multilingual Plane, 66 KiB from the first one beyond it. The ``findings`` list grows by one
+    defaults about 16 KiB while every char is below U+0100, 31 KiB while they are in the Basic
+    Multilingual Plane, 63 KiB from the first one beyond it. The ``findings`` list grows by one
     per degenerate region.
     """
 
