@@ -29,7 +29,7 @@ import loopbreak
 
 CHUNK_CHARS = 2048
 DELTA_LEN = 4
-# Long enough for loopbreak's window (16K units at the defaults) to fill: a stream's steady size.
+# Long enough for loopbreak's window (15K units at the defaults) to fill: a stream's steady size.
 STREAM_CHARS = 24_000
 
 

