@@ -1,7 +1,7 @@
 //! The public streaming detector. Text is decoded (ASCII passes through as bytes) and handed to
 //! the stream's state (`state`) a piece at a time. A stream's units are stored as narrow as they
-//! fit (see `lanes`): the state starts with bytes and is widened on the first unit that does not
-//! fit.
+//! fit (see `lanes`): the state starts with bytes, is widened on the first unit that does not
+//! fit, and narrowed again once no such unit has arrived for a while.
 
 use crate::finding::Finding;
 use crate::lanes::Unit;
@@ -13,7 +13,16 @@ use crate::window::PIECE;
 #[derive(Clone, Debug)]
 pub struct Detector {
     core: Storage,
+    /// Units fed up to and including the latest unit above `u8::MAX`, and above `u16::MAX` (0:
+    /// none yet): the window stores units as wide as the widest of the last [`HOLD_WINDOWS`]
+    /// windows' worth of units.
+    beyond: [u64; 2],
 }
+
+/// How many windows' worth of units of a narrower width it takes before a widened stream is
+/// narrowed again: one would do (the window no longer holds a wide unit), four keep a stream that
+/// mixes widths from converting its window back and forth (each conversion copies it).
+const HOLD_WINDOWS: u64 = 4;
 
 /// A stream's units are stored as narrow as they fit (see `lanes`), widened on the first that
 /// does not.
@@ -38,7 +47,7 @@ macro_rules! with_core {
 impl Detector {
     /// A detector with the given rules (which must have passed [`Rules::validate`]).
     pub fn new(rules: Rules) -> Detector {
-        Detector { core: Storage::Bytes(Core::new(rules)) }
+        Detector { core: Storage::Bytes(Core::new(rules)), beyond: [0; 2] }
     }
 
     pub fn rules(&self) -> &Rules {
@@ -111,16 +120,30 @@ impl Detector {
         self.feed_piece(&[unit], out);
     }
 
-    /// A piece of units: bytes of ASCII, or code points and token ids.
+    /// A piece of units: bytes of ASCII, or code points and token ids. The window is recast first
+    /// if the piece needs wider units, or if the units it holds (and will hold) fit narrower ones.
     fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
-        let widened = match &self.core {
-            Storage::Bytes(core) if !u8::holds(piece) => {
-                Some(if u16::holds(piece) { Storage::Narrow(core.widen()) } else { Storage::Wide(core.widen()) })
+        let first = self.units_seen();
+        for (beyond, max) in self.beyond.iter_mut().zip([u32::from(u8::MAX), u32::from(u16::MAX)]) {
+            if let Some(i) = piece.iter().rposition(|&unit| unit.into() > max) {
+                *beyond = first + i as u64 + 1;
             }
-            Storage::Narrow(core) if !u16::holds(piece) => Some(Storage::Wide(core.widen())),
+        }
+        // The window (with the piece's room) never holds units older than this many.
+        let end = first + piece.len() as u64;
+        let hold = HOLD_WINDOWS * (self.window_len() + PIECE) as u64;
+        let [above_u8, above_u16] = self.beyond.map(|beyond| beyond > 0 && beyond + hold > end);
+        let recast = match &self.core {
+            Storage::Bytes(core) if above_u16 => Some(Storage::Wide(core.recast())),
+            Storage::Bytes(core) if above_u8 => Some(Storage::Narrow(core.recast())),
+            Storage::Narrow(core) if above_u16 => Some(Storage::Wide(core.recast())),
+            Storage::Narrow(core) if !above_u8 => Some(Storage::Bytes(core.recast())),
+            Storage::Wide(core) if !above_u16 => {
+                Some(if above_u8 { Storage::Narrow(core.recast()) } else { Storage::Bytes(core.recast()) })
+            }
             _ => None,
         };
-        if let Some(core) = widened {
+        if let Some(core) = recast {
             self.core = core;
         }
         with_core!(&mut self.core, core => core.feed_piece(piece, out));

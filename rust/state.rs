@@ -479,12 +479,12 @@ impl<T: Unit> Core<T> {
 }
 
 impl<T: Unit> Core<T> {
-    /// The same detector storing wider units.
-    pub fn widen<U: Unit + From<T>>(&self) -> Core<U> {
+    /// The same detector storing its units as `U`, which must hold every unit the window does.
+    pub fn recast<U: Unit>(&self) -> Core<U> {
         Core {
             rules: self.rules,
             plan: Arc::clone(&self.plan),
-            window: self.window.widen(),
+            window: self.window.recast(),
             trackers: self.trackers.clone(),
             lines: self.lines.clone(),
             claim_end: self.claim_end,

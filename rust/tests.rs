@@ -42,10 +42,18 @@ fn units(s: &str) -> Vec<u32> {
 /// Random texts with loops spliced in: noise, then copies of a random block (sometimes with a
 /// glitch), then noise, a few times over.
 fn random_text(rng: &mut Rng) -> Vec<u32> {
-    // Units are stored as narrow as they fit: the last two make the window widen mid-stream
-    // (from 8 to 16 bits for 人, and to 32 bits for U+1F600, directly or after 人).
-    const ALPHABETS: [&str; 6] = ["ab", "ab \n", "a-\n ", "xyz.\n\n", "aé 人\n", "a人\u{1F600} \n"];
-    let alphabet = units(ALPHABETS[rng.below(ALPHABETS.len())]);
+    random_text_over(rng, &ALPHABETS)
+}
+
+/// Units are stored as narrow as they fit: the last two alphabets make the window widen
+/// mid-stream (from 8 to 16 bits for 人, and to 32 bits for U+1F600, directly or after 人).
+const ALPHABETS: [&str; 6] = ["ab", "ab \n", "a-\n ", "xyz.\n\n", "aé 人\n", "a人\u{1F600} \n"];
+const WIDE_ALPHABETS: [&str; 2] = [ALPHABETS[4], ALPHABETS[5]];
+const NARROW_ALPHABETS: [&str; 4] = [ALPHABETS[0], ALPHABETS[1], ALPHABETS[2], ALPHABETS[3]];
+
+/// [`random_text`] over one of `alphabets`.
+fn random_text_over(rng: &mut Rng, alphabets: &[&str]) -> Vec<u32> {
+    let alphabet = units(alphabets[rng.below(alphabets.len())]);
     let mut text = Vec::new();
     for _ in 0..1 + rng.below(4) {
         for _ in 0..rng.below(30) {
@@ -88,6 +96,46 @@ fn detector_agrees_with_oracle_on_random_texts() {
         found += expected.len();
     }
     assert!(found > 1000, "random texts should reach the rules often, found {found}");
+}
+
+#[test]
+fn detector_agrees_with_oracle_when_the_window_narrows_again() {
+    // Stretches of wide units between stretches of ASCII long enough (over four windows of the
+    // small rules) for the window to go back to bytes, mid-run and mid-line.
+    let mut rng = Rng(0xA5CE);
+    let mut found = 0;
+    for case in 0..60 {
+        let mut text = Vec::new();
+        for _ in 0..3 {
+            text.extend(random_text_over(&mut rng, &WIDE_ALPHABETS));
+            let narrow_from = text.len();
+            while text.len() - narrow_from < 3000 {
+                text.extend(random_text_over(&mut rng, &NARROW_ALPHABETS));
+            }
+        }
+        let expected = oracle::scan(&text, &SMALL);
+        assert_eq!(scan_units(&text, &SMALL), expected, "case {case}");
+        assert_eq!(feed_in_chunks(&text, &SMALL, &mut rng), expected, "chunked, case {case}");
+        found += expected.len();
+    }
+    assert!(found > 100, "the texts should reach the rules often, found {found}");
+}
+
+#[test]
+fn a_widened_window_narrows_once_wide_units_stop() {
+    let mut detector = Detector::new(DEFAULT_RULES);
+    let mut out = Vec::new();
+    let lines = |from: usize, to: usize| -> String {
+        (from..to).map(|i| format!("Line {i} of some ordinary text, with words that vary.\n")).collect()
+    };
+    detector.feed_str(&lines(0, 100), &mut out);
+    let bytes = detector.heap_bytes();
+    detector.feed_str("🙂\n", &mut out);
+    assert!(detector.heap_bytes() > 3 * bytes, "widened: {}", detector.heap_bytes());
+    // Narrowed once four windows' worth of units (~64K at the defaults) came without one.
+    detector.feed_str(&lines(100, 1500), &mut out);
+    assert!(detector.heap_bytes() <= bytes, "narrowed: {} > {bytes}", detector.heap_bytes());
+    assert!(out.is_empty(), "{out:?}");
 }
 
 #[test]

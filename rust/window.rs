@@ -181,10 +181,12 @@ impl<T: Unit> Window<T> {
         floor
     }
 
-    /// The same window storing wider units.
-    pub fn widen<U: Unit + From<T>>(&self) -> Window<U> {
+    /// The same window storing its units as `U`, which must hold every unit held (and the
+    /// slots not written yet, which hold 0).
+    pub fn recast<U: Unit>(&self) -> Window<U> {
+        debug_assert!(U::holds(&self.buf));
         Window {
-            buf: self.buf.iter().map(|&unit| U::from(unit)).collect(),
+            buf: self.buf.iter().map(|&unit| U::store(unit.into())).collect(),
             len: self.len,
             cap: self.cap,
             head: self.head,

@@ -186,7 +186,8 @@ class Detector:
     Findings and their offsets do not depend on how the text is split into deltas. The state is
     bounded by the rules' window, allocated on the first unit, not by the stream length: at the
     defaults about 16 KiB while every char is below U+0100, 31 KiB while they are in the Basic
-    Multilingual Plane, 63 KiB from the first one beyond it. The ``findings`` list grows by one
+    Multilingual Plane, 63 KiB beyond it; the storage narrows again once the last ~64K chars
+    needed no wider. The ``findings`` list grows by one
     per degenerate region.
     """
 
