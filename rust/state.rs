@@ -11,8 +11,9 @@
 //! sample looks again, otherwise a tracker follows it exactly until it breaks.
 //!
 //! Units are appended to the window a piece at a time and only the units where something can
-//! happen are visited: sampled units, newlines, and where a followed run breaks or reaches its
-//! span (found by comparing whole vectors). Clean text costs about one vector compare per unit
+//! happen are visited: sampled units, and where a followed run breaks or reaches its span (found
+//! by comparing whole vectors). The piece's lines are worked through ahead of them, as nothing
+//! else reads the line streak until it reaches its rule. Clean text costs about one vector compare per unit
 //! whatever `max_long_period` is, and no run that can reach its rule is missed, so findings and
 //! offsets are exact.
 
@@ -27,7 +28,6 @@ use crate::window::{Slot, Window, PIECE};
 
 const K: u64 = SAMPLE_UNITS as u64;
 const _: () = assert!(SAMPLE_UNITS as usize == LANES, "a sample is one vector of lanes");
-const NEWLINE: u32 = b'\n' as u32;
 
 /// Everything the detector knows, over a window storing units as `T`.
 #[derive(Clone, Debug)]
@@ -118,8 +118,9 @@ impl<T: Unit> Core<T> {
     }
 
     /// Appends up to a piece of units to the window, then works through the units where
-    /// something can happen: newlines, sampled units, and where a followed run breaks or reaches
-    /// its span. Nothing happens at the units in between, so skipping them is exact.
+    /// something can happen: newlines whose line matters to the rest, sampled units, and where a
+    /// followed run breaks or reaches its span. Nothing happens at the units in between, so
+    /// skipping them is exact.
     pub fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         self.window.allocate();
         self.lines.before_append(&self.window, piece.len());
@@ -127,9 +128,8 @@ impl<T: Unit> Core<T> {
         self.window.append(piece);
         let end = self.window.end();
         let newlines = Marks::<{ PIECE / 64 }>::of(piece, b'\n');
-        let next_newline = |x: u64| newlines.next((x - first) as usize).map_or(u64::MAX, |i| first + i as u64);
         let mut x = first;
-        let mut newline = next_newline(x);
+        let (mut newline, mut line) = self.lines_ahead(&newlines, first, x);
         loop {
             let mut event = newline;
             for i in 0..self.trackers.len() {
@@ -139,18 +139,36 @@ impl<T: Unit> Core<T> {
                 // A sample started following a run, or a finding fired: look again from there.
                 x = after;
             } else if event < end {
-                self.step(event, out);
+                self.step(event, if event == newline { line.take() } else { None }, out);
                 x = event + 1;
             } else {
                 break;
             }
             if newline < x {
-                newline = next_newline(x);
+                (newline, line) = self.lines_ahead(&newlines, first, x);
             }
         }
         if self.claim_running {
             self.claim_end = end;
         }
+    }
+
+    /// Works through the piece's newlines from `x` on while their lines change nothing but the
+    /// streak of identical lines, which nothing else reads: up to the first whose event matters
+    /// to the rest (a streak reaching its rule, or any line while a line finding is claimed).
+    /// Returns that newline and its event, for the units before it to be worked through first,
+    /// or `u64::MAX` if none does. Most newlines thus cost a bit scan and a line compare.
+    fn lines_ahead<const N: usize>(&mut self, newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
+        let mut from = x;
+        while let Some(i) = newlines.next((from - first) as usize) {
+            let at = first + i as u64;
+            let event = self.lines.on_newline(at, &self.window);
+            if event.is_some_and(|event| self.line_claim || matches!(event, LineEvent::Reached { .. })) {
+                return (at, event);
+            }
+            from = at + 1;
+        }
+        (u64::MAX, None)
     }
 
     /// Samples the sampled units in `x..until`, where nothing else happens. Returns the unit after
@@ -193,16 +211,13 @@ impl<T: Unit> Core<T> {
         }
     }
 
-    /// Everything that happens at unit `x`.
-    fn step(&mut self, x: u64, out: &mut Vec<Finding>) {
-        let unit = self.window.at(x);
+    /// Everything that happens at unit `x`, given the event of the line it ends if that matters.
+    fn step(&mut self, x: u64, line: Option<LineEvent>, out: &mut Vec<Finding>) {
         if !self.trackers.is_empty() {
-            self.follow_trackers(x, unit);
+            self.follow_trackers(x, self.window.at(x));
         }
-        if unit == NEWLINE {
-            if let Some(event) = self.lines.on_newline(x, &self.window) {
-                self.on_line(x, event);
-            }
+        if let Some(event) = line {
+            self.on_line(x, event);
         }
         if !self.claim_running && x >= K && self.plan.due_upto[x.trailing_zeros().min(64) as usize] != 0 {
             self.sample(x);
