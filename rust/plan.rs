@@ -12,8 +12,8 @@ pub struct Plan {
     /// `due_upto[t]`: the largest period that must be sampled at a unit whose index has `t`
     /// trailing zero bits.
     pub due_upto: [u32; 65],
-    /// The fewest trailing zero bits of a sampled unit's index.
-    pub sample_tier: u32,
+    /// Units between two samples (of the periods sampled most often).
+    pub sample_spacing: u64,
     /// `least[p]`: the least span any block of `p` units needs.
     pub least: Vec<u64>,
     pub window_len: usize,
@@ -36,10 +36,10 @@ impl Plan {
         for tier in 1..due_upto.len() {
             due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
         }
-        let sample_tier = due_upto.iter().position(|&due| due != 0).unwrap_or(64) as u32;
+        let sample_spacing = 1 << due_upto.iter().position(|&due| due != 0).expect("period 1 has room");
         // The window holds every run until it can reach its rule, and the longest block.
         let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
-        Plan { due_upto, sample_tier, least, window_len: window_len as usize }
+        Plan { due_upto, sample_spacing, least, window_len: window_len as usize }
     }
 
     /// Units between two samples of period `p`.

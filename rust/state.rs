@@ -177,23 +177,26 @@ impl<T: Unit> Core<T> {
         let mut at = self.next_sample(x);
         while at < until {
             let started = self.sample(at);
-            if !self.candidates.is_empty() {
-                self.resolve(at, out);
+            if started || !self.candidates.is_empty() {
+                if !self.candidates.is_empty() {
+                    self.resolve(at, out);
+                }
+                if started || self.claim_running {
+                    return Some(at + 1);
+                }
             }
-            if started || self.claim_running {
-                return Some(at + 1);
-            }
-            at = self.next_sample(at + 1);
+            at += self.plan.sample_spacing;
         }
         None
     }
 
     /// The first unit at or after `x` where sampling is due.
     fn next_sample(&self, x: u64) -> u64 {
-        if self.claim_running || self.plan.sample_tier >= 64 {
+        if self.claim_running {
             return u64::MAX;
         }
-        let below = (1u64 << self.plan.sample_tier) - 1;
+        // The spacing is a power of two.
+        let below = self.plan.sample_spacing - 1;
         (x.max(K) + below) & !below
     }
 
