@@ -129,6 +129,10 @@ impl Detector {
                 *beyond = first + i as u64 + 1;
             }
         }
+        if self.beyond == [0; 2] {
+            // Bytes so far, as most streams stay.
+            return with_core!(&mut self.core, core => core.feed_piece(piece, out));
+        }
         // The window (with the piece's room) never holds units older than this many.
         let end = first + piece.len() as u64;
         let hold = HOLD_WINDOWS * (self.window_len() + PIECE) as u64;

@@ -142,35 +142,40 @@ impl Unit for u32 {
 /// The positions of `target` (which fits every unit type) in a piece of at most `64 * N` units,
 /// as a bitmap: one pass of vector compares, so a newline costs a bit scan, not a search.
 #[derive(Clone, Copy, Debug)]
-pub struct Marks<const N: usize>([u64; N]);
+pub struct Marks<const N: usize> {
+    bits: [u64; N],
+    /// Words that hold units (a streamed delta of a few units needs one).
+    words: usize,
+}
 
 impl<const N: usize> Marks<N> {
     pub fn of<S: Unit>(units: &[S], target: u8) -> Marks<N> {
         assert!(units.len() <= 64 * N);
         let target = S::store(u32::from(target));
         let mut bits = [0u64; N];
-        let mut words = units.chunks_exact(64);
-        for (word, units) in bits.iter_mut().zip(words.by_ref()) {
-            let found = |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("a block of LANES"), target));
-            *word = (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i);
+        for (word, units) in bits.iter_mut().zip(units.chunks(64)) {
+            *word = match <&[S; 64]>::try_from(units) {
+                Ok(units) => {
+                    let found = |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
+                    (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i)
+                }
+                Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
+            };
         }
-        let offset = units.len() - words.remainder().len();
-        for (i, &unit) in words.remainder().iter().enumerate() {
-            bits[(offset + i) / 64] |= u64::from(unit == target) << ((offset + i) % 64);
-        }
-        Marks(bits)
+        Marks { bits, words: units.len().div_ceil(64) }
     }
 
     /// The first marked index at or after `from`.
     pub fn next(&self, from: usize) -> Option<usize> {
+        let held = &self.bits[..self.words];
         let mut word = from / 64;
-        let mut bits = *self.0.get(word)? & (u64::MAX << (from % 64));
+        let mut bits = *held.get(word)? & (u64::MAX << (from % 64));
         loop {
             if bits != 0 {
                 return Some(word * 64 + bits.trailing_zeros() as usize);
             }
             word += 1;
-            bits = *self.0.get(word)?;
+            bits = *held.get(word)?;
         }
     }
 }
