@@ -26,7 +26,9 @@ pub enum LineEvent {
 /// trailing whitespace drops out without being kept aside.
 #[derive(Clone, Copy, Debug, Default)]
 struct Folded {
-    hash: u64,
+    /// Unit `i` of the line is folded into lane `i % 4`: four independent multiply chains, so
+    /// a long line folds at the multiplier's throughput rather than its latency.
+    lanes: [u64; 4],
     len: u64,
     content_hash: u64,
     content_len: u64,
@@ -52,18 +54,34 @@ impl Folded {
         self.kind.add_whitespace(std::mem::take(&mut self.pending_whitespace));
         self.kind.add_all(content);
         self.hash_units(content);
-        (self.content_hash, self.content_len) = (self.hash, self.len);
+        (self.content_hash, self.content_len) = (self.hash(), self.len);
         self.hash_units(trailing);
         self.pending_whitespace = trailing.len() as u64;
     }
 
     fn hash_units<T: Unit>(&mut self, units: &[T]) {
-        let mut hash = self.hash;
-        for &unit in units {
-            hash = (hash ^ (u64::from(unit.into()) + 1)).wrapping_mul(MIX);
+        let fold = |lane: u64, unit: T| (lane ^ (u64::from(unit.into()) + 1)).wrapping_mul(MIX);
+        let mut lanes = self.lanes;
+        // Up to the next multiple of four units, then four at a time from lane 0.
+        let (head, rest) = units.split_at(((4 - self.len % 4) % 4).min(units.len() as u64) as usize);
+        for (i, &unit) in head.iter().enumerate() {
+            let lane = (self.len as usize + i) % 4;
+            lanes[lane] = fold(lanes[lane], unit);
         }
-        self.hash = hash;
+        let mut quads = rest.chunks_exact(4);
+        for quad in quads.by_ref() {
+            lanes = std::array::from_fn(|lane| fold(lanes[lane], quad[lane]));
+        }
+        for (lane, &unit) in quads.remainder().iter().enumerate() {
+            lanes[lane] = fold(lanes[lane], unit);
+        }
+        self.lanes = lanes;
         self.len += units.len() as u64;
+    }
+
+    /// The hash of the units folded so far.
+    fn hash(&self) -> u64 {
+        self.lanes.iter().fold(self.len, |hash, &lane| (hash ^ lane).wrapping_mul(MIX))
     }
 }
 
@@ -176,4 +194,35 @@ fn hash_of<T: Unit>(window: &Window<T>, start: u64, content_len: u64) -> u64 {
     let mut line = Folded::default();
     line.extend(window, start, start + content_len);
     line.content_hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A line folded in slices of any sizes hashes as when folded at once, and its content (the
+    /// line without trailing whitespace) hashes as the content alone.
+    #[test]
+    fn folding_does_not_depend_on_where_slices_split() {
+        let line: Vec<u8> = b"  let folded = lanes.iter().fold(len, mix); // x  ".to_vec();
+        let content_len = line.len() - 2;
+        let mut whole = Folded::default();
+        whole.extend_slice(&line);
+        let mut content = Folded::default();
+        content.extend_slice(&line[..content_len]);
+        assert_eq!((whole.content_hash, whole.content_len), (content.content_hash, content_len as u64));
+        for a in 0..=line.len() {
+            for b in a..=line.len() {
+                let mut split = Folded::default();
+                split.extend_slice(&line[..a]);
+                split.extend_slice(&line[a..b]);
+                split.extend_slice(&line[b..]);
+                assert_eq!((split.hash(), split.len), (whole.hash(), whole.len), "split at {a}, {b}");
+                assert_eq!((split.content_hash, split.content_len), (whole.content_hash, whole.content_len));
+            }
+        }
+        let mut other = Folded::default();
+        other.extend_slice(b"  let folded = lanes.iter().fold(len, mix); // y  ");
+        assert_ne!(other.content_hash, whole.content_hash);
+    }
 }
