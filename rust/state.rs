@@ -58,6 +58,10 @@ struct Tracker {
     /// Whether the block was checked (primitive) and `need` is its own.
     settled: bool,
     fired: bool,
+    /// The run starts inside an earlier finding's claim, so it never counts: it is followed only
+    /// so that the periods it repeats are dismissed at once instead of each being traced back
+    /// over the whole run at every sample.
+    claimed: bool,
     /// Every unit before this one repeats the unit `period` before it; the unit here does not,
     /// unless it is not appended yet.
     holds_to: u64,
@@ -206,8 +210,11 @@ impl<T: Unit> Core<T> {
         let holds_to = self.window.first_break(t.period, t.holds_to.max(x), end);
         let t = &mut self.trackers[i];
         t.holds_to = holds_to;
+        if t.fired || t.claimed {
+            return holds_to;
+        }
         let reaches_need = t.start + t.need - 1;
-        if t.fired || reaches_need < x {
+        if reaches_need < x {
             holds_to
         } else {
             holds_to.min(reaches_need)
@@ -244,7 +251,7 @@ impl<T: Unit> Core<T> {
                 self.claim_end = x + 1;
                 true
             } else {
-                x + 1 - t.start != t.need || self.settle(i, x)
+                t.claimed || x + 1 - t.start != t.need || self.settle(i, x)
             };
             if keep {
                 i += 1;
@@ -393,9 +400,11 @@ impl<T: Unit> Core<T> {
     /// The last 16 units up to `x` repeat those `p` before them: follow the run if it can count.
     /// Returns whether a tracker started.
     fn try_track(&mut self, x: u64, p: u64) -> bool {
-        // A run of a divisor of `p` that covers the last 2p units holds every p-run through
-        // here, and its block is a power of the shorter one: nothing to trace.
-        if self.trackers.iter().any(|t| t.period == p || (x >= t.start + 2 * p && p % t.period == 0)) {
+        // A followed run of a divisor `q` of `p` repeats its block through `x`, so every unit from
+        // `t.start + p` on repeats the one `p` back, and the unit before, equal to the one at
+        // `t.start + q - 1` where the q-run's repeats begin, does not: the p-run starts at
+        // `t.start`, its block a power of the shorter one. Nothing to trace.
+        if self.trackers.iter().any(|t| p % t.period == 0 && x >= t.start + p) {
             return false;
         }
         // Trace the run back: `first` is its first unit equal to the one `p` before it.
@@ -406,10 +415,13 @@ impl<T: Unit> Core<T> {
             // The run is older than the window, so it was followed (or ruled out) already.
             return false;
         }
-        if first < self.claim_end {
-            return false;
-        }
         let start = first - p;
+        if first < self.claim_end {
+            // A run of one unit right after a loop was traced back for every period at every
+            // sample, ~10 us per unit, until it was followed like this.
+            self.trackers.push(Tracker { period: p, start, need: 0, settled: true, fired: false, claimed: true, holds_to: x + 1 });
+            return true;
+        }
         if self.trackers.iter().any(|t| t.start <= start && p % t.period == 0) {
             // A shorter period covers this block: it is a power of a shorter one.
             return false;
@@ -425,7 +437,7 @@ impl<T: Unit> Core<T> {
         if x + self.plan.spacing(p) < start + need {
             return false;
         }
-        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, holds_to: x + 1 });
+        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, claimed: false, holds_to: x + 1 });
         if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
             self.trackers.pop();
             return false;

@@ -9,6 +9,12 @@
 use crate::lanes::{Unit, LANES};
 
 const MIRROR: usize = LANES;
+
+#[cfg(test)]
+thread_local! {
+    /// Units compared by [`Window::run_start`] on this thread: tests bound the work of tracing.
+    pub static TRACED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 /// The most units appended at once: the detector works through them before the next piece.
 pub const PIECE: usize = 512;
 
@@ -169,6 +175,8 @@ impl<T: Unit> Window<T> {
         let mut pos = to;
         while pos > floor {
             let n = ((pos - floor) as usize).min(LANES);
+            #[cfg(test)]
+            TRACED.with(|traced| traced.set(traced.get() + n as u64));
             let from = pos - n as u64;
             // The lanes past `pos` are masked off; they are read but not judged.
             let held = u32::MAX >> (32 - n);
