@@ -131,6 +131,11 @@ impl<T: Unit> Core<T> {
         let first = self.window.end();
         self.window.append(piece);
         let end = self.window.end();
+        if self.trackers.is_empty() && self.next_sample(first) >= end && !piece.contains(&S::store(u32::from(b'\n'))) {
+            // Nothing can happen in this piece (most streamed deltas): no line ends, no sample
+            // is due, no run is followed (so no claim runs either).
+            return;
+        }
         let newlines = Marks::<{ PIECE / 64 }>::of(piece, b'\n');
         let mut x = first;
         let (mut newline, mut line) = self.lines_ahead(&newlines, first, x);
