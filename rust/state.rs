@@ -422,8 +422,9 @@ impl<T: Unit> Core<T> {
         }
         let start = first - p;
         if first < self.claim_end {
-            // A run of one unit right after a loop was traced back for every period at every
-            // sample, ~10 us per unit, until it was followed like this.
+            // The run started inside an earlier finding and never counts. It is followed all the
+            // same, so that the periods it repeats are dismissed above without tracing (a run of
+            // one unit right after a loop was traced back for every period at every sample).
             self.trackers.push(Tracker { period: p, start, need: 0, settled: true, fired: false, claimed: true, holds_to: x + 1 });
             return true;
         }
