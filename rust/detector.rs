@@ -110,6 +110,11 @@ impl Detector {
 
     /// Feeds units (code points, or token ids); pushes new findings onto `out`.
     pub fn feed_units(&mut self, units: &[u32], out: &mut Vec<Finding>) {
+        self.feed_stored(units, out);
+    }
+
+    /// Feeds code points stored in one, two or four bytes each (as a Python `str` holds them).
+    pub(crate) fn feed_stored<S: Unit>(&mut self, units: &[S], out: &mut Vec<Finding>) {
         for piece in units.chunks(PIECE) {
             self.feed_piece(piece, out);
         }
@@ -124,9 +129,12 @@ impl Detector {
     /// if the piece needs wider units, or if the units it holds (and will hold) fit narrower ones.
     fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         let first = self.units_seen();
-        for (beyond, max) in self.beyond.iter_mut().zip([u32::from(u8::MAX), u32::from(u16::MAX)]) {
-            if let Some(i) = piece.iter().rposition(|&unit| unit.into() > max) {
-                *beyond = first + i as u64 + 1;
+        // One pass the compiler vectorises rules out wide units in most pieces.
+        if !u8::holds(piece) {
+            for (beyond, max) in self.beyond.iter_mut().zip([u32::from(u8::MAX), u32::from(u16::MAX)]) {
+                if let Some(i) = piece.iter().rposition(|&unit| unit.into() > max) {
+                    *beyond = first + i as u64 + 1;
+                }
             }
         }
         if self.beyond == [0; 2] {
@@ -156,9 +164,14 @@ impl Detector {
 
 /// Every finding in `units`, as a detector fed them would report.
 pub fn scan_units(units: &[u32], rules: &Rules) -> Vec<Finding> {
+    scan_stored(units, rules)
+}
+
+/// [`scan_units`] over code points stored in one, two or four bytes each.
+pub(crate) fn scan_stored<S: Unit>(units: &[S], rules: &Rules) -> Vec<Finding> {
     let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
-    detector.feed_units(units, &mut out);
+    detector.feed_stored(units, &mut out);
     out
 }
 

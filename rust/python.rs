@@ -10,32 +10,48 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::buffer::{PyBuffer, PyUntypedBuffer};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
+use pyo3::types::string::PyStringData;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
-use crate::{map_parallel, scan_str, BlockKind, Rule, StreamSet, scan_units, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
+use crate::detector::scan_stored;
+use crate::{map_parallel, BlockKind, Rule, StreamSet, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
 
 /// Inputs above this many bytes are worked on with the GIL released.
 const DETACH_ABOVE_BYTES: usize = 64 * 1024;
 
-/// Text from Python: borrowed UTF-8 when it is valid, code points when it holds surrogates.
+/// Units from Python. A `str` is borrowed as CPython stores it, one, two or four bytes per code
+/// point (lone surrogates included), so it is neither encoded nor decoded on the way in; token
+/// ids are copied from their list or buffer.
 enum Text<'a> {
-    Utf8(&'a str),
-    Units(Vec<u32>),
+    Bytes(&'a [u8]),
+    Narrow(&'a [u16]),
+    Wide(&'a [u32]),
+    Ids(Vec<u32>),
+}
+
+/// Calls `$body` with `$units` bound to the text's units, whatever their width.
+macro_rules! with_units {
+    ($text:expr, $units:ident => $body:expr) => {
+        match $text {
+            Text::Bytes($units) => $body,
+            Text::Narrow($units) => $body,
+            Text::Wide($units) => $body,
+            Text::Ids($units) => $body,
+        }
+    };
 }
 
 impl Text<'_> {
     fn len_bytes(&self) -> usize {
-        match self {
-            Text::Utf8(s) => s.len(),
-            Text::Units(u) => 4 * u.len(),
-        }
+        with_units!(self, units => std::mem::size_of_val(&units[..]))
     }
 
     fn to_units(&self) -> Vec<u32> {
-        match self {
-            Text::Utf8(s) => s.chars().map(u32::from).collect(),
-            Text::Units(u) => u.clone(),
-        }
+        with_units!(self, units => units.iter().map(|&unit| u32::from(unit)).collect())
+    }
+
+    fn scan(&self, rules: &Rules) -> Vec<Finding> {
+        with_units!(self, units => scan_stored(units, rules))
     }
 }
 
@@ -46,39 +62,14 @@ fn text_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Text<'a>> {
             obj.get_type().name()?
         )));
     };
-    match s.to_str() {
-        Ok(text) => Ok(Text::Utf8(text)),
-        Err(_) => {
-            let bytes = s.call_method1("encode", ("utf-8", "surrogatepass"))?;
-            Ok(Text::Units(decode_surrogatepass(bytes.cast::<PyBytes>()?.as_bytes())))
-        }
-    }
-}
-
-/// Decodes UTF-8 that may hold encoded surrogates (as Python's `surrogatepass` writes them).
-fn decode_surrogatepass(bytes: &[u8]) -> Vec<u32> {
-    let mut units = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = u32::from(bytes[i]);
-        let (unit, len) = match b {
-            0x00..=0x7F => (b, 1),
-            0xC0..=0xDF => (((b & 0x1F) << 6) | (u32::from(bytes[i + 1]) & 0x3F), 2),
-            0xE0..=0xEF => {
-                (((b & 0x0F) << 12) | ((u32::from(bytes[i + 1]) & 0x3F) << 6) | (u32::from(bytes[i + 2]) & 0x3F), 3)
-            }
-            _ => (
-                ((b & 0x07) << 18)
-                    | ((u32::from(bytes[i + 1]) & 0x3F) << 12)
-                    | ((u32::from(bytes[i + 2]) & 0x3F) << 6)
-                    | (u32::from(bytes[i + 3]) & 0x3F),
-                4,
-            ),
-        };
-        units.push(unit);
-        i += len;
-    }
-    units
+    // SAFETY: PyO3 reads the str's storage kind from a C bitfield laid out as on x86-64, where
+    // PyO3 tests it and where this package is built and tested. The data stays valid while
+    // `obj` is borrowed: a str is immutable.
+    Ok(match unsafe { s.data() }? {
+        PyStringData::Ucs1(units) => Text::Bytes(units),
+        PyStringData::Ucs2(units) => Text::Narrow(units),
+        PyStringData::Ucs4(units) => Text::Wide(units),
+    })
 }
 
 /// Code points back to a Python `str`, surrogates included.
@@ -283,10 +274,7 @@ impl Text<'_> {
     /// Feeds the units to `detector`, with the GIL released when there are many.
     fn feed(&self, py: Python<'_>, detector: &mut Detector) -> Vec<Finding> {
         let mut found = Vec::new();
-        let mut run = || match self {
-            Text::Utf8(s) => detector.feed_str(s, &mut found),
-            Text::Units(u) => detector.feed_units(u, &mut found),
-        };
+        let mut run = || with_units!(self, units => detector.feed_stored(units, &mut found));
         if self.len_bytes() > DETACH_ABOVE_BYTES {
             py.detach(run);
         } else {
@@ -298,7 +286,7 @@ impl Text<'_> {
 
 /// Token ids from a list of ints or a 1-D buffer (numpy array, `array.array`) of unsigned or
 /// signed integers; each must fit in 32 bits unsigned.
-fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text<'static>> {
+fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
     fn id(item: Bound<'_, PyAny>) -> PyResult<u32> {
         let out_of_range = || PyValueError::new_err(format!("token ids must be in 0..2**32, got {item}"));
         match item.extract::<i128>() {
@@ -309,11 +297,11 @@ fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text<'static>> {
     }
     if let Ok(list) = obj.cast::<PyList>() {
         let ids = list.iter().map(id).collect::<PyResult<Vec<u32>>>()?;
-        return Ok(Text::Units(ids));
+        return Ok(ids);
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
         let ids = tuple.iter().map(id).collect::<PyResult<Vec<u32>>>()?;
-        return Ok(Text::Units(ids));
+        return Ok(ids);
     }
     if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
         return Err(PyTypeError::new_err("tokens must be ids (a list of int or an integer array), not bytes"));
@@ -335,7 +323,7 @@ fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Text<'static>> {
                     .into_iter()
                     .map(|v| u32::try_from(v).map_err(|_| PyValueError::new_err(format!("token ids must be in 0..2**32, got {v}"))))
                     .collect::<PyResult<Vec<u32>>>()?;
-                return Ok(Text::Units(ids));
+                return Ok(ids);
             }
         )*};
     }
@@ -413,7 +401,7 @@ macro_rules! detector_class {
 }
 
 detector_class!(PyDetector, "Detector", PyFinding, |delta| text_arg(delta, "delta"));
-detector_class!(PyTokenDetector, "TokenDetector", PyTokenFinding, tokens_arg);
+detector_class!(PyTokenDetector, "TokenDetector", PyTokenFinding, |tokens| tokens_arg(tokens).map(Text::Ids));
 
 /// Many token streams, stepped together: one call per decode step for the whole batch.
 #[pyclass(name = "TokenStreams", module = "loopbreak", frozen)]
@@ -422,7 +410,7 @@ pub struct PyTokenStreams {
 }
 
 fn slots_arg(obj: &Bound<'_, PyAny>, set: &StreamSet) -> PyResult<Vec<usize>> {
-    let Text::Units(ids) = tokens_arg(obj)? else { unreachable!("tokens_arg returns units") };
+    let ids = tokens_arg(obj)?;
     let slots: Vec<usize> = ids.into_iter().map(|id| id as usize).collect();
     set.check_slots(&slots).map_err(|e| PyValueError::new_err(format!("no stream in slot {}", e.0)))?;
     Ok(slots)
@@ -455,7 +443,7 @@ impl PyTokenStreams {
     fn step(&self, py: Python<'_>, slots: &Bound<'_, PyAny>, tokens: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
         let mut set = lock(py, &self.state);
         let slots = slots_arg(slots, &set)?;
-        let Text::Units(ids) = tokens_arg(tokens)? else { unreachable!("tokens_arg returns units") };
+        let ids = tokens_arg(tokens)?;
         if ids.len() != slots.len() {
             return Err(PyValueError::new_err(format!(
                 "slots and tokens differ in length: {} and {}",
@@ -495,10 +483,7 @@ impl PyTokenStreams {
 fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, PyRules>>) -> PyResult<Vec<PyFinding>> {
     let rules = rules_arg(rules);
     let text = text_arg(text, "text")?;
-    let run = || match &text {
-        Text::Utf8(s) => scan_str(s, &rules),
-        Text::Units(u) => scan_units(u, &rules),
-    };
+    let run = || text.scan(&rules);
     let findings = if text.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
     Ok(wrap(findings))
 }
@@ -526,14 +511,7 @@ fn scan_many(
     let items: Vec<Bound<'_, PyAny>> = texts.try_iter()?.collect::<PyResult<_>>()?;
     let texts = items.iter().map(|item| text_arg(item, "each text")).collect::<PyResult<Vec<Text<'_>>>>()?;
     let found = py.detach(|| {
-        map_parallel(
-            &texts,
-            |text| match text {
-                Text::Utf8(s) => scan_str(s, &rules),
-                Text::Units(u) => scan_units(u, &rules),
-            },
-            threads,
-        )
+        map_parallel(&texts, |text| text.scan(&rules), threads)
     });
     Ok(found.into_iter().map(wrap).collect())
 }
@@ -554,11 +532,11 @@ fn scan_utf8_columns<'py>(
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
     let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
-    let Text::Units(ids) = tokens_arg(offsets).or_else(|_| -> PyResult<Text<'static>> {
+    let ids = tokens_arg(offsets).or_else(|_| -> PyResult<Vec<u32>> {
         let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
         let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
-        narrowed.map(Text::Units).map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
-    })? else { unreachable!("units") };
+        narrowed.map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
+    })?;
     let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
     if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
         return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
