@@ -55,6 +55,17 @@ IMPLS = (
 )
 
 
+class NoOpFeeder:
+    """A feed that does nothing: what the Python call alone costs, the floor of any detector
+    called once per delta."""
+
+    def feed(self, delta: str) -> None:
+        return None
+
+
+NO_OP = Impl("no-op", NoOpFeeder, lambda text: ())
+
+
 @dataclass(frozen=True)
 class Setup:
     clean_bytes: int
@@ -285,11 +296,13 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if flags[0]:
         print("loopbreak flagged clean files: " + ", ".join(flags[0]))
     print()
-    print_loopbreak_only(setup, clean_files, clean)
+    print_loopbreak_only(setup, clean_files, clean, deltas)
 
 
-def print_loopbreak_only(setup: Setup, clean_files: list[tuple[str, str]], clean: str) -> None:
-    """What the baseline has no counterpart for: batch stepping, threads, idle detectors."""
+def print_loopbreak_only(setup: Setup, clean_files: list[tuple[str, str]], clean: str, deltas: list[str]) -> None:
+    """What the baseline has no counterpart for: batch stepping, threads, idle detectors; and
+    the cost of a Python call that does nothing, for the per-delta rows."""
+    floor = statistics.median(feed_seconds(NO_OP, deltas) / len(deltas) for _ in range(setup.repeats))
     steps = [step_ns_per_stream(setup.batch_streams, setup.batch_steps, clean) for _ in range(setup.repeats)]
     texts = [text for _, text in clean_files]
     loopbreak.scan_many(texts[:1])  # the first call imports the optional pyarrow support
@@ -304,6 +317,7 @@ def print_loopbreak_only(setup: Setup, clean_files: list[tuple[str, str]], clean
     if sys.platform == "linux":
         idle = idle_detectors_rss(setup.idle_detectors)
         print(f"{f'RSS of {setup.idle_detectors:,} idle Detectors (MB)':50}{idle / 1e6:>12.1f}")
+    print(f"{'4-char deltas to a no-op Python feed (us/call)':50}{floor * 1e6:>12.2f}")
 
 
 if __name__ == "__main__":
