@@ -155,6 +155,20 @@ fn a_run_starting_inside_a_finding_is_not_traced_back_at_every_sample() {
 }
 
 #[test]
+fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
+    // Found by fuzzing (rules target, known_bugs::slow_run): a run of one unit that stays below
+    // its rule was left to the next sample again and again, untracked, and traced back over its
+    // whole length for every period due at every sample (~100 us per unit here).
+    let rules = Rules { whitespace_min_span: 65_536, ..DEFAULT_RULES };
+    let text = format!("x{}y", " ".repeat(20_000));
+    crate::window::TRACED.with(|traced| traced.set(0));
+    assert_eq!(scan_str(&text, &rules), vec![]);
+    let traced = crate::window::TRACED.with(|traced| traced.get());
+    let units = text.len() as u64;
+    assert!(traced < units, "{traced} units traced back for {units} units of text");
+}
+
+#[test]
 fn detector_agrees_with_oracle_on_default_rules() {
     let mut rng = Rng(0xD1CE);
     for case in 0..5 {
