@@ -348,9 +348,14 @@ impl<T: Unit> Core<T> {
         let mut slot = self.window.slot(x - due);
         let mut rest = due;
         let mut started = false;
-        // The periods of a group whose three units agree (bits of `alive`; lane `i`
-        // at `slot + i` stands for period `rest - i`) are tested on all 16 units.
-        let holding = |window: &Window<T>, slot: Slot, mut alive: u32| {
+        // The periods of the group at `slot` (those in `due`) whose three units agree are tested
+        // on all 16 units; returns those that hold (bit `i`: lane `i` at `slot + i`, period
+        // `rest - i`).
+        let holding_in = |window: &Window<T>, slot: Slot, due: u32| {
+            let mut alive = due
+                & T::equal_to(window.lanes_back(slot, 0), newest)
+                & T::equal_to(window.lanes_back(slot, LANES - 1), oldest)
+                & T::equal_to(window.lanes_back(slot, LANES / 2 - 1), middle);
             let mut holding = 0;
             while alive != 0 {
                 let i = alive.trailing_zeros() as usize;
@@ -360,29 +365,18 @@ impl<T: Unit> Core<T> {
             }
             holding
         };
-        let alive_in = |window: &Window<T>, slot: Slot| {
-            T::equal_to(window.lanes_back(slot, 0), newest)
-                & T::equal_to(window.lanes_back(slot, LANES - 1), oldest)
-                & T::equal_to(window.lanes_back(slot, LANES / 2 - 1), middle)
-        };
         // Whole groups, then the last group's periods that are due.
-        while rest >= LANES as u64 {
-            let alive = alive_in(&self.window, slot);
-            if alive != 0 {
-                let holding = holding(&self.window, slot, alive);
-                if holding != 0 {
-                    started |= self.track_all(x, holding, rest);
-                }
-            }
-            slot = self.window.slot_after(slot, LANES);
-            rest -= LANES as u64;
-        }
-        let alive = alive_in(&self.window, slot) & ((1 << rest) - 1);
-        if alive != 0 {
-            let holding = holding(&self.window, slot, alive);
+        loop {
+            let whole = rest >= LANES as u64;
+            let holding = holding_in(&self.window, slot, if whole { u32::MAX } else { (1 << rest) - 1 });
             if holding != 0 {
                 started |= self.track_all(x, holding, rest);
             }
+            if !whole {
+                break;
+            }
+            slot = self.window.slot_after(slot, LANES);
+            rest -= LANES as u64;
         }
         started
     }
