@@ -125,8 +125,7 @@ impl Detector {
         self.feed_piece(&[unit], out);
     }
 
-    /// A piece of units: bytes of ASCII, or code points and token ids. The window is recast first
-    /// if the piece needs wider units, or if the units it holds (and will hold) fit narrower ones.
+    /// A piece of units: bytes, or 16- or 32-bit code points and token ids.
     fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         let first = self.units_seen();
         // One pass the compiler vectorises rules out wide units in most pieces.
@@ -137,12 +136,16 @@ impl Detector {
                 }
             }
         }
-        if self.beyond == [0; 2] {
-            // Bytes so far, as most streams stay.
-            return with_core!(&mut self.core, core => core.feed_piece(piece, out));
+        // Most streams never hold a unit wider than a byte: nothing to recast.
+        if self.beyond != [0; 2] {
+            self.fit_storage(first + piece.len() as u64);
         }
-        // The window (with the piece's room) never holds units older than this many.
-        let end = first + piece.len() as u64;
+        with_core!(&mut self.core, core => core.feed_piece(piece, out));
+    }
+
+    /// Recasts the window to the narrowest storage that holds every unit it has and will have
+    /// once the stream reaches `end`: units older than `HOLD_WINDOWS` windows are never held.
+    fn fit_storage(&mut self, end: u64) {
         let hold = HOLD_WINDOWS * (self.window_len() + PIECE) as u64;
         let [above_u8, above_u16] = self.beyond.map(|beyond| beyond > 0 && beyond + hold > end);
         let recast = match &self.core {
@@ -158,7 +161,6 @@ impl Detector {
         if let Some(core) = recast {
             self.core = core;
         }
-        with_core!(&mut self.core, core => core.feed_piece(piece, out));
     }
 }
 
