@@ -1,13 +1,18 @@
 //! How the window stores units, and compares 16 of them at once: the detector's inner loops are
-//! these two masks. A stream's units are kept as narrow as they fit: `u8` while every unit is
+//! these masks. A stream's units are kept as narrow as they fit: `u8` while every unit is
 //! below 256 (ASCII and Latin-1 text: 16 units per 128-bit compare), `u16` while they are in the
 //! Basic Multilingual Plane, `u32` from the first that is not. On x86-64 the masks use SSE2,
-//! which every x86-64 CPU has; elsewhere a plain loop the compiler may vectorise.
+//! which every x86-64 CPU has, and the sampling prefilter also has an AVX2 form over [`WIDE`]
+//! lanes for CPUs that have it (checked at run time); elsewhere a plain loop the compiler may
+//! vectorise.
 
 use std::fmt::Debug;
 
 /// Units compared at once.
 pub const LANES: usize = 16;
+
+/// Lanes of the sampling prefilter with AVX2: 32 periods per group halve the groups of a sample.
+pub const WIDE: usize = 32;
 
 /// A stored unit.
 pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static {
@@ -20,6 +25,15 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
     fn equal_to(units: &[Self; LANES], target: Self) -> u32;
     /// Bit `i` set where `a[i] == b[i]`.
     fn equal_pairs(a: &[Self; LANES], b: &[Self; LANES]) -> u32;
+    /// Bit `i` set where `units[k][i] == targets[k]` for each `k` of three: the sampling
+    /// prefilter, its three compares joined before they become one mask.
+    fn agree(units: [&[Self; LANES]; 3], targets: [Self; 3]) -> u32;
+    /// [`Unit::agree`] over [`WIDE`] lanes.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn agree_wide(units: [&[Self; WIDE]; 3], targets: [Self; 3]) -> u32;
 }
 
 impl Unit for u8 {
@@ -56,6 +70,28 @@ impl Unit for u8 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
+    }
+
+    #[inline]
+    fn agree(units: [&[u8; LANES]; 3], targets: [u8; 3]) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `equal_to`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let eq = |k: usize| _mm_cmpeq_epi8(_mm_loadu_si128(units[k].as_ptr().cast()), _mm_set1_epi8(targets[k] as i8));
+            _mm_movemask_epi8(_mm_and_si128(_mm_and_si128(eq(0), eq(1)), eq(2))) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        agree_by_lanes(units, targets)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn agree_wide(units: [&[u8; WIDE]; 3], targets: [u8; 3]) -> u32 {
+        use std::arch::x86_64::*;
+        let eq = |k: usize| _mm256_cmpeq_epi8(_mm256_loadu_si256(units[k].as_ptr().cast()), _mm256_set1_epi8(targets[k] as i8));
+        _mm256_movemask_epi8(_mm256_and_si256(_mm256_and_si256(eq(0), eq(1)), eq(2))) as u32
     }
 }
 
@@ -97,6 +133,41 @@ impl Unit for u16 {
         #[cfg(not(target_arch = "x86_64"))]
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
+
+    #[inline]
+    fn agree(units: [&[u16; LANES]; 3], targets: [u16; 3]) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as in `equal_to`.
+        unsafe {
+            use std::arch::x86_64::*;
+            // Half `h` (8 lanes) of all three compares, joined.
+            let half = |h: usize| {
+                let eq = |k: usize| {
+                    _mm_cmpeq_epi16(_mm_loadu_si128(units[k].as_ptr().cast::<__m128i>().add(h)), _mm_set1_epi16(targets[k] as i16))
+                };
+                _mm_and_si128(_mm_and_si128(eq(0), eq(1)), eq(2))
+            };
+            _mm_movemask_epi8(_mm_packs_epi16(half(0), half(1))) as u32
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        agree_by_lanes(units, targets)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn agree_wide(units: [&[u16; WIDE]; 3], targets: [u16; 3]) -> u32 {
+        use std::arch::x86_64::*;
+        let half = |h: usize| {
+            let eq = |k: usize| {
+                _mm256_cmpeq_epi16(_mm256_loadu_si256(units[k].as_ptr().cast::<__m256i>().add(h)), _mm256_set1_epi16(targets[k] as i16))
+            };
+            _mm256_and_si256(_mm256_and_si256(eq(0), eq(1)), eq(2))
+        };
+        // The pack works within 128-bit halves (lanes 0-7, 16-23, 8-15, 24-31): put them in order.
+        let packed = _mm256_packs_epi16(half(0), half(1));
+        _mm256_movemask_epi8(_mm256_permute4x64_epi64::<0b11_01_10_00>(packed)) as u32
+    }
 }
 
 impl Unit for u32 {
@@ -136,6 +207,43 @@ impl Unit for u32 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
+    }
+
+    #[inline]
+    fn agree(units: [&[u32; LANES]; 3], targets: [u32; 3]) -> u32 {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as for `u16`.
+        unsafe {
+            use std::arch::x86_64::*;
+            // Quarter `q` (4 lanes) of all three compares, joined.
+            let quarter = |q: usize| {
+                let eq = |k: usize| {
+                    _mm_cmpeq_epi32(_mm_loadu_si128(units[k].as_ptr().cast::<__m128i>().add(q)), _mm_set1_epi32(targets[k] as i32))
+                };
+                _mm_and_si128(_mm_and_si128(eq(0), eq(1)), eq(2))
+            };
+            pack_quarters(quarter(0), quarter(1), quarter(2), quarter(3))
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        agree_by_lanes(units, targets)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn agree_wide(units: [&[u32; WIDE]; 3], targets: [u32; 3]) -> u32 {
+        use std::arch::x86_64::*;
+        let quarter = |q: usize| {
+            let eq = |k: usize| {
+                _mm256_cmpeq_epi32(_mm256_loadu_si256(units[k].as_ptr().cast::<__m256i>().add(q)), _mm256_set1_epi32(targets[k] as i32))
+            };
+            _mm256_and_si256(_mm256_and_si256(eq(0), eq(1)), eq(2))
+        };
+        // The packs work within 128-bit halves and leave the quarters' 4-lane runs in the order
+        // 0 8 16 24 4 12 20 28: the permute puts them back in order.
+        let packed = _mm256_packs_epi16(_mm256_packs_epi32(quarter(0), quarter(1)), _mm256_packs_epi32(quarter(2), quarter(3)));
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        _mm256_movemask_epi8(_mm256_permutevar8x32_epi32(packed, order)) as u32
     }
 }
 
@@ -195,6 +303,11 @@ unsafe fn pack_quarters(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
+fn agree_by_lanes<T: Unit>(units: [&[T; LANES]; 3], targets: [T; 3]) -> u32 {
+    fold_mask((0..LANES).map(|i| (0..3).all(|k| units[k][i] == targets[k])))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
 fn fold_mask(equal: impl Iterator<Item = bool>) -> u32 {
     equal.enumerate().fold(0, |mask, (i, eq)| mask | (u32::from(eq) << i))
 }
@@ -218,6 +331,30 @@ mod tests {
         check::<u8>(u32::from(u8::MAX));
         check::<u16>(u32::from(u16::MAX));
         check::<u32>(u32::MAX);
+    }
+
+    /// The prefilter's mask, lane by lane, for both widths: every lane order the packs could
+    /// scramble is told apart, as each probe misses in lanes of its own.
+    fn check_agree<T: Unit>(top: u32) {
+        let probe = |miss: fn(usize) -> bool| -> [T; WIDE] { std::array::from_fn(|i| T::store(if miss(i) { 1 } else { top })) };
+        let (a, b, c) = (probe(|i| i % 5 == 0), probe(|i| i % 7 == 2), probe(|i| i == 30 || i == 9));
+        let target = T::store(top);
+        let expected = (0..WIDE).filter(|&i| !(i % 5 == 0 || i % 7 == 2 || i == 30 || i == 9)).fold(0u32, |m, i| m | 1 << i);
+        let head = |units: &[T; WIDE]| -> [T; LANES] { units[..LANES].try_into().expect("LANES") };
+        let (ha, hb, hc) = (head(&a), head(&b), head(&c));
+        assert_eq!(T::agree([&ha, &hb, &hc], [target; 3]), expected & 0xFFFF);
+        #[cfg(target_arch = "x86_64")]
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2.
+            assert_eq!(unsafe { T::agree_wide([&a, &b, &c], [target; 3]) }, expected);
+        }
+    }
+
+    #[test]
+    fn the_prefilter_marks_lanes_where_all_three_probes_agree() {
+        check_agree::<u8>(u32::from(u8::MAX));
+        check_agree::<u16>(u32::from(u16::MAX));
+        check_agree::<u32>(u32::MAX);
     }
 
     #[test]

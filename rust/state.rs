@@ -5,8 +5,8 @@
 //! must hold for `least_required_span(p) - p` units before it can count, so it is enough to look
 //! for it at sampled units, spaced less than that apart: at unit `x` the detector compares the
 //! last 16 units with the 16 units `p` before them, for every `p` whose spacing divides `x`
-//! (spacings are powers of two, so the periods due at `x` are one contiguous range: 16 periods
-//! per vector compare, most of them ruled out by three units). A run that holds for all
+//! (spacings are powers of two, so the periods due at `x` are one contiguous range, tested 32 at
+//! a time with AVX2 or 16 without, most of them ruled out by three units). A run that holds for all
 //! 16 units is traced back to where it starts; if it can still break before its next sample, that
 //! sample looks again, otherwise a tracker follows it exactly until it breaks.
 //!
@@ -20,6 +20,8 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::finding::{Finding, Rule};
+#[cfg(target_arch = "x86_64")]
+use crate::lanes::WIDE;
 use crate::lanes::{Marks, Unit, LANES};
 use crate::lines::{LineEvent, Lines};
 use crate::plan::Plan;
@@ -183,9 +185,33 @@ impl<T: Unit> Core<T> {
     /// Samples the sampled units in `x..until`, where nothing else happens. Returns the unit after
     /// the one where a tracker started or a finding fired, if one did.
     fn sample_until(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
+        #[cfg(target_arch = "x86_64")]
+        if wide_groups() {
+            // SAFETY: the CPU has AVX2.
+            return unsafe { self.sample_until_wide(x, until, out) };
+        }
+        // SAFETY: the narrow prefilter needs nothing of the CPU.
+        unsafe { self.sample_until_in::<Narrow>(x, until, out) }
+    }
+
+    /// [`Core::sample_until`] in groups of 32 periods, compiled for AVX2 (the loop and the
+    /// samples it makes, inlined, so a sample is not a call).
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn sample_until_wide(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
+        self.sample_until_in::<Wide>(x, until, out)
+    }
+
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn sample_until_in<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
         let mut at = self.next_sample(x);
         while at < until {
-            let started = self.sample(at);
+            let started = self.sample::<G>(at);
             if started || !self.candidates.is_empty() {
                 if !self.candidates.is_empty() {
                     self.resolve(at, out);
@@ -234,9 +260,8 @@ impl<T: Unit> Core<T> {
         if let Some(event) = line {
             self.on_line(x, event);
         }
-        if !self.claim_running && x >= K && self.plan.due_upto[x.trailing_zeros().min(64) as usize] != 0 {
-            self.sample(x);
-        }
+        // Samples `x` if it is due (and emits what that finds with the rest).
+        self.sample_until(x, x + 1, out);
         if !self.candidates.is_empty() {
             self.resolve(x, out);
         }
@@ -333,50 +358,44 @@ impl<T: Unit> Core<T> {
     }
 
     /// Compares the last 16 units up to `x` with the 16 units `p` before them, for every period
-    /// due at `x`. Sixteen periods at a time are first tested on three units, the newest, the
-    /// middle and the oldest, with one vector compare each: units apart rarely agree together, so
-    /// almost every period goes there (on stdlib text two units let 1.2% of periods through,
-    /// three 0.4%: 3% more instructions, ~20% less time, as the branch on survivors mispredicts
-    /// less). Each period left is then tested on all 16 units with one compare.
-    /// Returns whether a tracker started.
-    fn sample(&mut self, x: u64) -> bool {
+    /// due at `x`. A group of periods (16, or 32 with AVX2) is first tested on three units, the
+    /// newest, the middle and the oldest, joined into one mask: units apart rarely agree
+    /// together, so almost every period goes there (on stdlib text two units let 1.2% of
+    /// periods through, three 0.4%: 3% more instructions, ~20% less time, as the branch on
+    /// survivors mispredicts less). Each period left is then tested on all 16 units with one
+    /// compare. Returns whether a tracker started.
+    ///
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn sample<G: Prefilter>(&mut self, x: u64) -> bool {
         let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
         let recent = *self.window.lanes(x + 1 - K);
-        let (newest, middle, oldest) = (recent[LANES - 1], recent[LANES / 2], recent[0]);
+        let targets = PROBES.map(|back| recent[LANES - 1 - back]);
         // Lane `i` of the group at `slot` stands for period `rest - i`: the unit it compares with
         // the newest is in slot `slot + i`.
         let mut slot = self.window.slot(x - due);
         let mut rest = due;
         let mut started = false;
-        // The periods of the group at `slot` (those in `due`) whose three units agree are tested
-        // on all 16 units; returns those that hold (bit `i`: lane `i` at `slot + i`, period
-        // `rest - i`).
-        let holding_in = |window: &Window<T>, slot: Slot, due: u32| {
-            let mut alive = due
-                & T::equal_to(window.lanes_back(slot, 0), newest)
-                & T::equal_to(window.lanes_back(slot, LANES - 1), oldest)
-                & T::equal_to(window.lanes_back(slot, LANES / 2 - 1), middle);
+        // Whole groups, then the last group's periods that are due.
+        loop {
+            let whole = rest >= G::WIDTH as u64;
+            let mut alive = G::agree(&self.window, slot, targets) & if whole { u32::MAX } else { (1 << rest) - 1 };
             let mut holding = 0;
             while alive != 0 {
                 let i = alive.trailing_zeros() as usize;
                 alive &= alive - 1;
-                let back = window.lanes_back(window.slot_after(slot, i), LANES - 1);
+                let back = self.window.lanes_back(self.window.slot_after(slot, i), LANES - 1);
                 holding |= u32::from(T::equal_pairs(back, &recent) == 0xFFFF) << i;
             }
-            holding
-        };
-        // Whole groups, then the last group's periods that are due.
-        loop {
-            let whole = rest >= LANES as u64;
-            let holding = holding_in(&self.window, slot, if whole { u32::MAX } else { (1 << rest) - 1 });
             if holding != 0 {
                 started |= self.track_all(x, holding, rest);
             }
             if !whole {
                 break;
             }
-            slot = self.window.slot_after(slot, LANES);
-            rest -= LANES as u64;
+            slot = self.window.slot_after(slot, G::WIDTH);
+            rest -= G::WIDTH as u64;
         }
         started
     }
@@ -524,4 +543,61 @@ impl<T: Unit> Core<T> {
             candidates: self.candidates.clone(),
         }
     }
+}
+
+/// The units a sample's prefilter tests, as how far each is before the newest: the newest, the
+/// oldest and the middle of the last 16.
+const PROBES: [usize; 3] = [0, LANES - 1, LANES / 2 - 1];
+
+/// How a sample tests a group of periods on three units: bit `i` set where, for each of
+/// [`PROBES`], the unit that far before slot `slot + i` equals its target (the unit as far
+/// before the newest).
+trait Prefilter {
+    const WIDTH: usize;
+    /// # Safety
+    /// The CPU has the instructions the prefilter uses.
+    unsafe fn agree<T: Unit>(window: &Window<T>, slot: Slot, targets: [T; 3]) -> u32;
+}
+
+/// 16 periods at a time, with SSE2 (every x86-64 CPU has it) or plain code elsewhere.
+struct Narrow;
+
+impl Prefilter for Narrow {
+    const WIDTH: usize = LANES;
+
+    #[inline(always)]
+    unsafe fn agree<T: Unit>(window: &Window<T>, slot: Slot, targets: [T; 3]) -> u32 {
+        T::agree(PROBES.map(|back| window.lanes_back(slot, back)), targets)
+    }
+}
+
+/// 32 periods at a time, with AVX2.
+#[cfg(target_arch = "x86_64")]
+struct Wide;
+
+#[cfg(target_arch = "x86_64")]
+impl Prefilter for Wide {
+    const WIDTH: usize = WIDE;
+
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn agree<T: Unit>(window: &Window<T>, slot: Slot, targets: [T; 3]) -> u32 {
+        T::agree_wide(PROBES.map(|back| window.lanes_back(slot, back)), targets)
+    }
+}
+
+/// Whether sampling tests 32 periods at a time: the CPU has AVX2 (known once, then a load).
+#[cfg(target_arch = "x86_64")]
+fn wide_groups() -> bool {
+    #[cfg(test)]
+    if NARROW_GROUPS.with(std::cell::Cell::get) {
+        return false;
+    }
+    std::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Set by tests to run the 16-lane groups on a CPU that has AVX2, so both are checked.
+    pub(crate) static NARROW_GROUPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }

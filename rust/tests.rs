@@ -82,8 +82,22 @@ fn feed_in_chunks(text: &[u32], rules: &Rules, rng: &mut Rng) -> Vec<Finding> {
     out
 }
 
+/// Runs `check` with each sampling prefilter this CPU has: the 16-lane one, and the 32-lane
+/// one where the CPU has AVX2.
+fn with_each_prefilter(check: impl Fn()) {
+    for narrow in [false, true] {
+        crate::state::NARROW_GROUPS.with(|forced| forced.set(narrow));
+        check();
+    }
+    crate::state::NARROW_GROUPS.with(|forced| forced.set(false));
+}
+
 #[test]
 fn detector_agrees_with_oracle_on_random_texts() {
+    with_each_prefilter(agrees_with_oracle_on_random_texts);
+}
+
+fn agrees_with_oracle_on_random_texts() {
     let mut rng = Rng(0x5EED);
     let mut found = 0;
     for case in 0..4000 {
@@ -100,6 +114,10 @@ fn detector_agrees_with_oracle_on_random_texts() {
 
 #[test]
 fn detector_agrees_with_oracle_when_the_window_narrows_again() {
+    with_each_prefilter(agrees_with_oracle_when_the_window_narrows_again);
+}
+
+fn agrees_with_oracle_when_the_window_narrows_again() {
     // Stretches of wide units between stretches of ASCII long enough (over four windows of the
     // small rules) for the window to go back to bytes, mid-run and mid-line.
     let mut rng = Rng(0xA5CE);
@@ -170,6 +188,10 @@ fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
 
 #[test]
 fn detector_agrees_with_oracle_on_default_rules() {
+    with_each_prefilter(agrees_with_oracle_on_default_rules);
+}
+
+fn agrees_with_oracle_on_default_rules() {
     let mut rng = Rng(0xD1CE);
     for case in 0..5 {
         let mut text = random_text(&mut rng);

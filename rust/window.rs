@@ -1,14 +1,14 @@
 //! The last units of a stream in a ring, addressed by their position in the stream.
 //!
 //! Units are appended a piece at a time, ahead of the detector working through them, so the
-//! ring holds the rules' window plus one piece. Its first [`LANES`] slots are copied past its
-//! end and its last [`LANES`] before its start, so the 16 units from any position, or from up to
-//! 16 positions before a slot, can be read as one array (and compared as a vector) without
+//! ring holds the rules' window plus one piece. Its first [`WIDE`] slots are copied past its
+//! end and its last [`WIDE`] before its start, so up to 32 units from any position, or from up
+//! to 32 positions before a slot, can be read as one array (and compared as a vector) without
 //! working out where the ring wraps.
 
-use crate::lanes::{Unit, LANES};
+use crate::lanes::{Unit, LANES, WIDE};
 
-const MIRROR: usize = LANES;
+const MIRROR: usize = WIDE;
 
 #[cfg(test)]
 thread_local! {
@@ -104,21 +104,22 @@ impl<T: Unit> Window<T> {
         self.lanes_back(self.slot(pos), 0)
     }
 
-    /// [`Window::lanes`] of the position `back <= LANES` before the one at `slot`, without
+    /// The `N <= 32` units from the position `back <= 32` before the one at `slot`, without
     /// working out the slot again.
     #[inline]
-    pub fn lanes_back(&self, slot: Slot, back: usize) -> &[T; LANES] {
+    pub fn lanes_back<const N: usize>(&self, slot: Slot, back: usize) -> &[T; N] {
+        const { assert!(N <= MIRROR) };
         assert!(back <= MIRROR);
         // SAFETY: a `Slot` is below `cap` and comes from an allocated window (see `Slot`), so
-        // `MIRROR + slot - back` is at least 0 and the lanes end by `MIRROR + cap + LANES`, the
+        // `MIRROR + slot - back` is at least 0 and the lanes end by `MIRROR + cap + MIRROR`, the
         // buffer's length.
-        unsafe { &*self.buf.as_ptr().add(MIRROR + slot.0 - back).cast::<[T; LANES]>() }
+        unsafe { &*self.buf.as_ptr().add(MIRROR + slot.0 - back).cast::<[T; N]>() }
     }
 
-    /// The slot `n <= LANES` places after `slot`.
+    /// The slot `n <= 32` places after `slot`.
     #[inline]
     pub fn slot_after(&self, slot: Slot, n: usize) -> Slot {
-        assert!(n <= LANES);
+        assert!(n <= MIRROR);
         let slot = slot.0 + n;
         Slot(if slot >= self.cap { slot - self.cap } else { slot })
     }
