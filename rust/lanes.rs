@@ -7,6 +7,7 @@
 //! vectorise.
 
 use std::fmt::Debug;
+use std::mem::MaybeUninit;
 
 /// Units compared at once.
 pub const LANES: usize = 16;
@@ -247,44 +248,62 @@ impl Unit for u32 {
     }
 }
 
-/// The positions of `target` (which fits every unit type) in a piece of at most `64 * N` units,
-/// as a bitmap: one pass of vector compares, so a newline costs a bit scan, not a search.
+/// The indices of `target` (which fits every unit type) in a piece of at most `64 * N` units, in
+/// order. Found with vector compares into one bitmap word per 64 units, then listed four at a
+/// time without a branch per mark: a branch on whether a word holds another mark mispredicts
+/// about once per line of text.
 #[derive(Clone, Copy, Debug)]
 pub struct Marks<const N: usize> {
-    bits: [u64; N],
-    /// Words that hold units (a streamed delta of a few units needs one).
-    words: usize,
+    /// `at[..len]` are the marks, written by [`Marks::list`]; the entries past them are scratch,
+    /// never read, and left uninitialised (zeroing 1 KiB per piece cost 4% of the detector).
+    at: [[MaybeUninit<u16>; 64]; N],
+    len: usize,
 }
 
 impl<const N: usize> Marks<N> {
-    pub fn of<S: Unit>(units: &[S], target: u8) -> Marks<N> {
-        assert!(units.len() <= 64 * N);
+    /// No marks, room for a piece's: filled in place by [`Marks::list`] (as a value it would
+    /// be copied, 1 KiB for a piece).
+    pub fn new() -> Marks<N> {
+        Marks { at: [[MaybeUninit::uninit(); 64]; N], len: 0 }
+    }
+
+    /// Lists the indices of `target` in `units`, in place of those held.
+    pub fn list<S: Unit>(&mut self, units: &[S], target: u8) {
+        assert!(units.len() <= 64 * N && 64 * N <= usize::from(u16::MAX));
         let target = S::store(u32::from(target));
-        let mut bits = [0u64; N];
-        for (word, units) in bits.iter_mut().zip(units.chunks(64)) {
-            *word = match <&[S; 64]>::try_from(units) {
+        self.len = 0;
+        let listed = self.at.as_flattened_mut();
+        for (word, units) in units.chunks(64).enumerate() {
+            let mut bits = match <&[S; 64]>::try_from(units) {
                 Ok(units) => {
                     let found = |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
                     (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i)
                 }
                 Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
             };
+            let count = bits.count_ones() as usize;
+            // Four entries per round whether they are marks or not (a spent word lists 64):
+            // `len` moves past the marks only. The `len` marks before this word are below
+            // `64 * word`, and a word lists at most 64, so the writes stay inside `at`.
+            let mut next = self.len;
+            while bits != 0 {
+                for slot in &mut listed[next..next + 4] {
+                    slot.write((64 * word) as u16 + bits.trailing_zeros() as u16);
+                    bits &= bits.wrapping_sub(1);
+                }
+                next += 4;
+            }
+            self.len += count;
         }
-        Marks { bits, words: units.len().div_ceil(64) }
     }
 
-    /// The first marked index at or after `from`.
-    pub fn next(&self, from: usize) -> Option<usize> {
-        let held = &self.bits[..self.words];
-        let mut word = from / 64;
-        let mut bits = *held.get(word)? & (u64::MAX << (from % 64));
-        loop {
-            if bits != 0 {
-                return Some(word * 64 + bits.trailing_zeros() as usize);
-            }
-            word += 1;
-            bits = *held.get(word)?;
-        }
+    /// The marks at or after index `from`, in order.
+    pub fn from(&self, from: usize) -> &[u16] {
+        let listed = &self.at.as_flattened()[..self.len];
+        // SAFETY: `list` wrote every entry below `len`: each word's rounds write a run of entries
+        // from the previous `len` on, at least as long as the marks the word adds to it.
+        let marks = unsafe { &*(listed as *const [MaybeUninit<u16>] as *const [u16]) };
+        &marks[marks.partition_point(|&i| usize::from(i) < from)..]
     }
 }
 
@@ -359,15 +378,28 @@ mod tests {
 
     #[test]
     fn marks_find_every_target_in_order() {
-        // Newlines in and across blocks, at both ends of a word and in the remainder.
-        let text: Vec<u8> = (0..150).map(|i| if i % 7 == 0 || i == 63 || i == 64 || i == 149 { b'\n' } else { b'a' }).collect();
+        // Newlines in and across blocks, at both ends of a word, in the remainder, and a word
+        // of nothing else (more than eight to a word).
+        let text: Vec<u8> =
+            (0..200).map(|i| if i % 7 == 0 || i == 63 || i == 64 || i == 149 || (128..192).contains(&i) { b'\n' } else { b'a' }).collect();
         let units: Vec<u32> = text.iter().map(|&b| u32::from(b)).collect();
+        let marked = |units: &[u32]| {
+            let mut marks = Marks::<4>::new();
+            marks.list(units, b'\n');
+            marks
+        };
+        let mut bytes = Marks::<4>::new();
+        bytes.list(&text, b'\n');
         for from in 0..=text.len() {
-            let expected = text[from..].iter().position(|&b| b == b'\n').map(|i| from + i);
-            assert_eq!(Marks::<3>::of(&text, b'\n').next(from), expected);
-            assert_eq!(Marks::<3>::of(&units, b'\n').next(from), expected);
-            assert_eq!(Marks::<3>::of(&units[..from], b'\n').next(from), None);
+            let expected: Vec<u16> = (from..text.len()).filter(|&i| text[i] == b'\n').map(|i| i as u16).collect();
+            assert_eq!(bytes.from(from), expected);
+            assert_eq!(marked(&units).from(from), expected);
+            assert_eq!(marked(&units[..from]).from(from), [] as [u16; 0]);
         }
+        assert_eq!(marked(&[u32::from(b'\n'); 256]).from(0).len(), 256);
+        // Listing again replaces the marks.
+        bytes.list(&text[..10], b'\n');
+        assert_eq!(bytes.from(0), [0, 7]);
     }
 
     #[test]

@@ -138,7 +138,8 @@ impl<T: Unit> Core<T> {
             // is due, no run is followed (so no claim runs either).
             return;
         }
-        let newlines = Marks::<{ PIECE / 64 }>::of(piece, b'\n');
+        let mut newlines = Marks::<{ PIECE / 64 }>::new();
+        newlines.list(piece, b'\n');
         let mut x = first;
         let (mut newline, mut line) = self.lines_ahead(&newlines, first, x);
         loop {
@@ -170,14 +171,12 @@ impl<T: Unit> Core<T> {
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does. Most newlines thus cost a bit scan and a line compare.
     fn lines_ahead<const N: usize>(&mut self, newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
-        let mut from = x;
-        while let Some(i) = newlines.next((from - first) as usize) {
-            let at = first + i as u64;
+        for &i in newlines.from((x - first) as usize) {
+            let at = first + u64::from(i);
             let event = self.lines.on_newline(at, &self.window);
             if event.is_some_and(|event| self.line_claim || matches!(event, LineEvent::Reached { .. })) {
                 return (at, event);
             }
-            from = at + 1;
         }
         (u64::MAX, None)
     }
