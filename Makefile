@@ -49,8 +49,8 @@ e2e:
 # (`make fuzz-corpus` minimises it into the kept corpus), crashes to fuzz/artifacts/<target>/.
 # cargo-fuzz needs nightly features: RUSTC_BOOTSTRAP=1 lets the stable toolchain build it. No
 # sanitizer: the core's only unsafe code is the vector loads in rust/lanes.rs (inside their
-# arrays), Window::lanes_back (in bounds by its Slot type), the AVX2 prefilter (run only where
-# the CPU has AVX2) and reading a str's storage in rust/python.rs; ASan would halve the speed for
+# arrays), Window::lanes_back (in bounds by its Slot type), the AVX2 build of a piece's loop (run
+# only where the CPU has AVX2) and reading a str's storage in rust/python.rs; ASan would halve the speed for
 # nothing. A unit slower than 10 s is a failure. FUZZ_FLAGS=--features=mask-known-bugs skips the open bugs.
 FUZZ_SECONDS ?= 180
 FUZZ_TARGETS ?= chunking scan trim rules

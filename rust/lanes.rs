@@ -268,6 +268,7 @@ impl<const N: usize> Marks<N> {
     }
 
     /// Lists the indices of `target` in `units`, in place of those held.
+    #[inline(always)]
     pub fn list<S: Unit>(&mut self, units: &[S], target: u8) {
         assert!(units.len() <= 64 * N && 64 * N <= usize::from(u16::MAX));
         let target = S::store(u32::from(target));

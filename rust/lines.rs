@@ -128,39 +128,61 @@ impl Lines {
     }
 
     /// Unit `x` of `window` is a newline: reports what the line it ends did to the streak.
+    /// Inlined into the loop over a piece's newlines: most lines are held whole and differ in
+    /// length from the streak's, and those are decided here without a call.
+    #[inline(always)]
     pub fn on_newline<T: Unit>(&mut self, x: u64, window: &Window<T>) -> Option<LineEvent> {
-        let line_start = std::mem::replace(&mut self.current_start, x + 1);
-        let (content_len, hash, kind) = if self.current.len > 0 {
-            let mut folded = std::mem::take(&mut self.current);
-            folded.extend(window, line_start + folded.len, x);
-            (folded.content_len, Some(folded.content_hash), Some(folded.kind.kind()))
+        let start = std::mem::replace(&mut self.current_start, x + 1);
+        let line = if self.current.len > 0 {
+            self.folded_line(start, x, window)
         } else {
             let mut end = x;
-            while end > line_start && is_whitespace(window.at(end - 1)) {
+            while end > start && is_whitespace(window.at(end - 1)) {
                 end -= 1;
             }
-            (end - line_start, None, None)
+            Line { start, content_len: end - start, hash: None, kind: None }
         };
-        if content_len == 0 {
+        if line.content_len == 0 {
             // Blank lines do not break a streak.
             return None;
         }
-        let same = match self.streak {
-            Some(streak) if streak.content_len == content_len => match (streak.hash, hash) {
-                (None, None) => {
-                    let apart = line_start - streak.last_start;
-                    window.first_break(apart, line_start, line_start + content_len) == line_start + content_len
-                }
-                (known, new) => {
-                    let hash_at = |start| hash_of(window, start, content_len);
-                    known.unwrap_or_else(|| hash_at(streak.last_start)) == new.unwrap_or_else(|| hash_at(line_start))
-                }
-            },
-            _ => false,
+        match self.streak {
+            Some(streak) if streak.content_len == line.content_len => self.on_same_length(streak, line, window),
+            _ => self.new_streak(line),
+        }
+    }
+
+    /// The line starting at `start`, part of which left the window, ends at the newline `x`.
+    #[inline(never)]
+    fn folded_line<T: Unit>(&mut self, start: u64, x: u64, window: &Window<T>) -> Line {
+        let mut folded = std::mem::take(&mut self.current);
+        folded.extend(window, start + folded.len, x);
+        Line { start, content_len: folded.content_len, hash: Some(folded.content_hash), kind: Some(folded.kind.kind()) }
+    }
+
+    #[inline(always)]
+    fn new_streak(&mut self, line: Line) -> Option<LineEvent> {
+        let Line { start, content_len, hash, kind } = line;
+        self.streak = Some(Streak { start, last_start: start, content_len, hash, kind, count: 1 });
+        Some(LineEvent::NewStreak)
+    }
+
+    /// The line is as long as the streak's: whether it repeats it, and what that does.
+    #[inline(never)]
+    fn on_same_length<T: Unit>(&mut self, streak: Streak, line: Line, window: &Window<T>) -> Option<LineEvent> {
+        let Line { start: line_start, content_len, hash, kind } = line;
+        let same = match (streak.hash, hash) {
+            (None, None) => {
+                let apart = line_start - streak.last_start;
+                window.first_break(apart, line_start, line_start + content_len) == line_start + content_len
+            }
+            (known, new) => {
+                let hash_at = |start| hash_of(window, start, content_len);
+                known.unwrap_or_else(|| hash_at(streak.last_start)) == new.unwrap_or_else(|| hash_at(line_start))
+            }
         };
         let Some(streak) = self.streak.as_mut().filter(|_| same) else {
-            self.streak = Some(Streak { start: line_start, last_start: line_start, content_len, hash, kind, count: 1 });
-            return Some(LineEvent::NewStreak);
+            return self.new_streak(line);
         };
         streak.count += 1;
         streak.last_start = line_start;
@@ -187,6 +209,16 @@ impl Lines {
         }
         Some(LineEvent::Continued)
     }
+}
+
+/// A line as the streak compares it: where it starts, the length of its content (trailing
+/// whitespace dropped), and its hash and kind if part of it had to leave the window.
+#[derive(Clone, Copy, Debug)]
+struct Line {
+    start: u64,
+    content_len: u64,
+    hash: Option<u64>,
+    kind: Option<BlockKind>,
 }
 
 /// The hash of a line's content held in the window (as [`Folded`] would give).

@@ -128,6 +128,30 @@ impl<T: Unit> Core<T> {
     /// followed run breaks or reaches its span. Nothing happens at the units in between, so
     /// skipping them is exact.
     pub fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+        #[cfg(target_arch = "x86_64")]
+        if wide_groups() {
+            // SAFETY: the CPU has what `feed_piece_wide` is compiled for.
+            return unsafe { self.feed_piece_wide(piece, out) };
+        }
+        // SAFETY: the narrow prefilter needs nothing of the CPU.
+        unsafe { self.feed_piece_in::<S, Narrow>(piece, out) }
+    }
+
+    /// [`Core::feed_piece`] compiled for the CPUs that have AVX2 (and the bit instructions that
+    /// came with it), sampling 32 periods per group.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, BMI1, BMI2, LZCNT and POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn feed_piece_wide<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
+        self.feed_piece_in::<S, Wide>(piece, out)
+    }
+
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn feed_piece_in<S: Unit, G: Prefilter>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         self.window.allocate();
         self.lines.before_append(&self.window, piece.len());
         let first = self.window.end();
@@ -147,11 +171,11 @@ impl<T: Unit> Core<T> {
             for i in 0..self.trackers.len() {
                 event = event.min(self.tracker_event(i, x, end));
             }
-            if let Some(after) = self.sample_until(x, event.min(end), out) {
+            if let Some(after) = self.sample_until::<G>(x, event.min(end), out) {
                 // A sample started following a run, or a finding fired: look again from there.
                 x = after;
             } else if event < end {
-                self.step(event, if event == newline { line.take() } else { None }, out);
+                self.step::<G>(event, if event == newline { line.take() } else { None }, out);
                 x = event + 1;
             } else {
                 break;
@@ -170,6 +194,7 @@ impl<T: Unit> Core<T> {
     /// to the rest (a streak reaching its rule, or any line while a line finding is claimed).
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does. Most newlines thus cost a bit scan and a line compare.
+    #[inline(always)]
     fn lines_ahead<const N: usize>(&mut self, newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
         for &i in newlines.from((x - first) as usize) {
             let at = first + u64::from(i);
@@ -183,31 +208,11 @@ impl<T: Unit> Core<T> {
 
     /// Samples the sampled units in `x..until`, where nothing else happens. Returns the unit after
     /// the one where a tracker started or a finding fired, if one did.
-    fn sample_until(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
-        #[cfg(target_arch = "x86_64")]
-        if wide_groups() {
-            // SAFETY: the CPU has AVX2.
-            return unsafe { self.sample_until_wide(x, until, out) };
-        }
-        // SAFETY: the narrow prefilter needs nothing of the CPU.
-        unsafe { self.sample_until_in::<Narrow>(x, until, out) }
-    }
-
-    /// [`Core::sample_until`] in groups of 32 periods, compiled for AVX2 (the loop and the
-    /// samples it makes, inlined, so a sample is not a call).
     ///
-    /// # Safety
-    /// The CPU has AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn sample_until_wide(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
-        self.sample_until_in::<Wide>(x, until, out)
-    }
-
     /// # Safety
     /// The CPU has what `G` needs.
     #[inline(always)]
-    unsafe fn sample_until_in<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
+    unsafe fn sample_until<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
         let mut at = self.next_sample(x);
         while at < until {
             let started = self.sample::<G>(at);
@@ -252,7 +257,11 @@ impl<T: Unit> Core<T> {
     }
 
     /// Everything that happens at unit `x`, given the event of the line it ends if that matters.
-    fn step(&mut self, x: u64, line: Option<LineEvent>, out: &mut Vec<Finding>) {
+    ///
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn step<G: Prefilter>(&mut self, x: u64, line: Option<LineEvent>, out: &mut Vec<Finding>) {
         if !self.trackers.is_empty() {
             self.follow_trackers(x, self.window.at(x));
         }
@@ -260,7 +269,7 @@ impl<T: Unit> Core<T> {
             self.on_line(x, event);
         }
         // Samples `x` if it is due (and emits what that finds with the rest).
-        self.sample_until(x, x + 1, out);
+        self.sample_until::<G>(x, x + 1, out);
         if !self.candidates.is_empty() {
             self.resolve(x, out);
         }
@@ -585,7 +594,8 @@ impl Prefilter for Wide {
     }
 }
 
-/// Whether sampling tests 32 periods at a time: the CPU has AVX2 (known once, then a load).
+/// Whether the detector runs its AVX2 build, sampling 32 periods at a time: the CPU has AVX2 and
+/// the bit instructions every CPU with AVX2 has (known once, then loads).
 #[cfg(target_arch = "x86_64")]
 fn wide_groups() -> bool {
     #[cfg(test)]
@@ -593,6 +603,10 @@ fn wide_groups() -> bool {
         return false;
     }
     std::is_x86_feature_detected!("avx2")
+        && std::is_x86_feature_detected!("bmi1")
+        && std::is_x86_feature_detected!("bmi2")
+        && std::is_x86_feature_detected!("lzcnt")
+        && std::is_x86_feature_detected!("popcnt")
 }
 
 #[cfg(test)]

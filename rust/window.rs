@@ -94,7 +94,7 @@ impl<T: Unit> Window<T> {
     /// The unit at `pos`.
     #[inline]
     pub fn at(&self, pos: u64) -> u32 {
-        self.buf[MIRROR + self.slot(pos).0].into()
+        self.lanes_back::<1>(self.slot(pos), 0)[0].into()
     }
 
     /// The 16 units from `pos` on, as far as they are appended (the lanes past the newest unit
