@@ -128,16 +128,19 @@ impl Lines {
     }
 
     /// Unit `x` of `window` is a newline: reports what the line it ends did to the streak.
-    /// Inlined into the loop over a piece's newlines: most lines are held whole and differ in
-    /// length from the streak's, and those are decided here without a call.
+    /// `before` is the unit before it, where the caller has it at hand (most lines end in a
+    /// visible unit, so the window is not read). Inlined into the loop over a piece's newlines:
+    /// most lines are held whole and differ in length from the streak's, and those are decided
+    /// here without a call.
     #[inline(always)]
-    pub fn on_newline<T: Unit>(&mut self, x: u64, window: &Window<T>) -> Option<LineEvent> {
+    pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvent> {
         let start = std::mem::replace(&mut self.current_start, x + 1);
         let line = if self.current.len > 0 {
             self.folded_line(start, x, window)
         } else {
             let mut end = x;
-            while end > start && is_whitespace(window.at(end - 1)) {
+            let mut last = before;
+            while end > start && is_whitespace(last.take().unwrap_or_else(|| window.at(end - 1))) {
                 end -= 1;
             }
             Line { start, content_len: end - start, hash: None, kind: None }

@@ -16,6 +16,9 @@ pub struct Plan {
     pub sample_spacing: u64,
     /// `least[p]`: the least span any block of `p` units needs.
     pub least: Vec<u64>,
+    /// `tier[p]`: period `p` is sampled every `2^tier[p]` units (worked out once: sampling
+    /// asks for every run it sees).
+    tier: Vec<u8>,
     pub window_len: usize,
 }
 
@@ -37,14 +40,16 @@ impl Plan {
             due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
         }
         let sample_spacing = 1 << due_upto.iter().position(|&due| due != 0).expect("period 1 has room");
+        let tier = (0..=max_long)
+            .map(|p| due_upto.iter().position(|&due| due >= p).expect("every period is sampled") as u8)
+            .collect();
         // The window holds every run until it can reach its rule, and the longest block.
         let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
-        Plan { due_upto, sample_spacing, least, window_len: window_len as usize }
+        Plan { due_upto, sample_spacing, least, tier, window_len: window_len as usize }
     }
 
     /// Units between two samples of period `p`.
     pub fn spacing(&self, p: u64) -> u64 {
-        let tier = self.due_upto.iter().position(|&due| u64::from(due) >= p).expect("p is sampled");
-        1 << tier
+        1 << self.tier[p as usize]
     }
 }

@@ -165,7 +165,7 @@ impl<T: Unit> Core<T> {
         let mut newlines = Marks::<{ PIECE / 64 }>::new();
         newlines.list(piece, b'\n');
         let mut x = first;
-        let (mut newline, mut line) = self.lines_ahead(&newlines, first, x);
+        let (mut newline, mut line) = self.lines_ahead(piece, &newlines, first, x);
         loop {
             let mut event = newline;
             for i in 0..self.trackers.len() {
@@ -181,7 +181,7 @@ impl<T: Unit> Core<T> {
                 break;
             }
             if newline < x {
-                (newline, line) = self.lines_ahead(&newlines, first, x);
+                (newline, line) = self.lines_ahead(piece, &newlines, first, x);
             }
         }
         if self.claim_running {
@@ -195,10 +195,12 @@ impl<T: Unit> Core<T> {
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does. Most newlines thus cost a bit scan and a line compare.
     #[inline(always)]
-    fn lines_ahead<const N: usize>(&mut self, newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
+    fn lines_ahead<S: Unit, const N: usize>(&mut self, piece: &[S], newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
         for &i in newlines.from((x - first) as usize) {
             let at = first + u64::from(i);
-            let event = self.lines.on_newline(at, &self.window);
+            // The unit before the newline, read from the piece where it is in it.
+            let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
+            let event = self.lines.on_newline(at, before, &self.window);
             if event.is_some_and(|event| self.line_claim || matches!(event, LineEvent::Reached { .. })) {
                 return (at, event);
             }
