@@ -382,32 +382,38 @@ impl<T: Unit> Core<T> {
         let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
         let recent = *self.window.lanes(x + 1 - K);
         let targets = PROBES.map(|back| recent[LANES - 1 - back]);
-        // Lane `i` of the group at `slot` stands for period `rest - i`: the unit it compares with
-        // the newest is in slot `slot + i`.
         let mut slot = self.window.slot(x - due);
         let mut rest = due;
         let mut started = false;
-        // Whole groups, then the last group's periods that are due.
-        loop {
-            let whole = rest >= G::WIDTH as u64;
-            let mut alive = G::agree(&self.window, slot, targets) & if whole { u32::MAX } else { (1 << rest) - 1 };
-            let mut holding = 0;
-            while alive != 0 {
-                let i = alive.trailing_zeros() as usize;
-                alive &= alive - 1;
-                let back = self.window.lanes_back(self.window.slot_after(slot, i), LANES - 1);
-                holding |= u32::from(T::equal_pairs(back, &recent) == 0xFFFF) << i;
-            }
-            if holding != 0 {
-                started |= self.track_all(x, holding, rest);
-            }
-            if !whole {
-                break;
-            }
+        // Whole groups, then the periods of the last one that are due.
+        while rest >= G::WIDTH as u64 {
+            started |= self.sample_group::<G>(x, slot, rest, u32::MAX, targets, &recent);
             slot = self.window.slot_after(slot, G::WIDTH);
             rest -= G::WIDTH as u64;
         }
+        if rest > 0 {
+            started |= self.sample_group::<G>(x, slot, rest, (1 << rest) - 1, targets, &recent);
+        }
         started
+    }
+
+    /// One group of [`Core::sample`]: lane `i` of the group at `slot` stands for period
+    /// `rest - i` (the unit it compares with the newest is in slot `slot + i`), if bit `i` of
+    /// `due` is set. Returns whether a tracker started.
+    ///
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn sample_group<G: Prefilter>(&mut self, x: u64, slot: Slot, rest: u64, due: u32, targets: [T; 3], recent: &[T; LANES]) -> bool {
+        let mut alive = G::agree(&self.window, slot, targets) & due;
+        let mut holding = 0;
+        while alive != 0 {
+            let i = alive.trailing_zeros() as usize;
+            alive &= alive - 1;
+            let back = self.window.lanes_back(self.window.slot_after(slot, i), LANES - 1);
+            holding |= u32::from(T::equal_pairs(back, recent) == 0xFFFF) << i;
+        }
+        holding != 0 && self.track_all(x, holding, rest)
     }
 
     /// The runs of the periods of a sampled group that hold on all 16 units (bits of `holding`,
