@@ -128,40 +128,45 @@ impl<T: Unit> Core<T> {
     /// followed run breaks or reaches its span. Nothing happens at the units in between, so
     /// skipping them is exact.
     pub fn feed_piece<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
-        #[cfg(target_arch = "x86_64")]
-        if wide_groups() {
-            // SAFETY: the CPU has what `feed_piece_wide` is compiled for.
-            return unsafe { self.feed_piece_wide(piece, out) };
-        }
-        // SAFETY: the narrow prefilter needs nothing of the CPU.
-        unsafe { self.feed_piece_in::<S, Narrow>(piece, out) }
-    }
-
-    /// [`Core::feed_piece`] compiled for the CPUs that have AVX2 (and the bit instructions that
-    /// came with it), sampling 32 periods per group.
-    ///
-    /// # Safety
-    /// The CPU has AVX2, BMI1, BMI2, LZCNT and POPCNT.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    unsafe fn feed_piece_wide<S: Unit>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
-        self.feed_piece_in::<S, Wide>(piece, out)
-    }
-
-    /// # Safety
-    /// The CPU has what `G` needs.
-    #[inline(always)]
-    unsafe fn feed_piece_in<S: Unit, G: Prefilter>(&mut self, piece: &[S], out: &mut Vec<Finding>) {
         self.window.allocate();
         self.lines.before_append(&self.window, piece.len());
         let first = self.window.end();
         self.window.append(piece);
         let end = self.window.end();
-        if self.trackers.is_empty() && self.next_sample(first) >= end && !piece.contains(&S::store(u32::from(b'\n'))) {
+        let newline = S::store(u32::from(b'\n'));
+        // A short loop, not memchr: only pieces shorter than the sample spacing get here.
+        if self.trackers.is_empty() && self.next_sample(first) >= end && !piece.iter().any(|&unit| unit == newline) {
             // Nothing can happen in this piece (most streamed deltas): no line ends, no sample
             // is due, no run is followed (so no claim runs either).
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if wide_groups() {
+            // SAFETY: the CPU has what `work_through_wide` is compiled for.
+            return unsafe { self.work_through_wide(piece, first, out) };
+        }
+        // SAFETY: the narrow prefilter needs nothing of the CPU.
+        unsafe { self.work_through::<S, Narrow>(piece, first, out) }
+    }
+
+    /// [`Core::work_through`] compiled for the CPUs that have AVX2 (and the bit instructions
+    /// that came with it), sampling 32 periods per group.
+    ///
+    /// # Safety
+    /// The CPU has AVX2, BMI1, BMI2, LZCNT and POPCNT.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn work_through_wide<S: Unit>(&mut self, piece: &[S], first: u64, out: &mut Vec<Finding>) {
+        self.work_through::<S, Wide>(piece, first, out)
+    }
+
+    /// Works through the units of `piece`, appended from `first` on, where something can happen.
+    ///
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn work_through<S: Unit, G: Prefilter>(&mut self, piece: &[S], first: u64, out: &mut Vec<Finding>) {
+        let end = self.window.end();
         let mut newlines = Marks::<{ PIECE / 64 }>::new();
         newlines.list(piece, b'\n');
         let mut x = first;
@@ -603,18 +608,21 @@ impl Prefilter for Wide {
 }
 
 /// Whether the detector runs its AVX2 build, sampling 32 periods at a time: the CPU has AVX2 and
-/// the bit instructions every CPU with AVX2 has (known once, then loads).
+/// the bit instructions every CPU with AVX2 has. Asked once, then one load per piece.
 #[cfg(target_arch = "x86_64")]
 fn wide_groups() -> bool {
     #[cfg(test)]
     if NARROW_GROUPS.with(std::cell::Cell::get) {
         return false;
     }
-    std::is_x86_feature_detected!("avx2")
-        && std::is_x86_feature_detected!("bmi1")
-        && std::is_x86_feature_detected!("bmi2")
-        && std::is_x86_feature_detected!("lzcnt")
-        && std::is_x86_feature_detected!("popcnt")
+    static WIDE: OnceLock<bool> = OnceLock::new();
+    *WIDE.get_or_init(|| {
+        std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("lzcnt")
+            && std::is_x86_feature_detected!("popcnt")
+    })
 }
 
 #[cfg(test)]
