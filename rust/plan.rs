@@ -40,8 +40,15 @@ impl Plan {
             due_upto[tier] = due_upto[tier].max(due_upto[tier - 1]);
         }
         let sample_spacing = 1 << due_upto.iter().position(|&due| due != 0).expect("period 1 has room");
+        // `due_upto` never decreases: the tier of each period is found walking both once.
+        let mut at = 0;
         let tier = (0..=max_long)
-            .map(|p| due_upto.iter().position(|&due| due >= p).expect("every period is sampled") as u8)
+            .map(|p| {
+                while due_upto[at] < p {
+                    at += 1;
+                }
+                at as u8
+            })
             .collect();
         // The window holds every run until it can reach its rule, and the longest block.
         let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
@@ -51,5 +58,23 @@ impl Plan {
     /// Units between two samples of period `p`.
     pub fn spacing(&self, p: u64) -> u64 {
         1 << self.tier[p as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rules::DEFAULT_RULES;
+
+    /// Each period's spacing is that of the first tier whose due periods reach it, and sampling
+    /// at that spacing leaves room to see the period's runs before they can count.
+    #[test]
+    fn every_period_is_sampled_within_its_room() {
+        let plan = Plan::new(&DEFAULT_RULES);
+        for p in 1..=u64::from(DEFAULT_RULES.max_long_period) {
+            let first_due = plan.due_upto.iter().position(|&due| u64::from(due) >= p).expect("p is sampled");
+            assert_eq!(plan.spacing(p), 1 << first_due, "p={p}");
+            assert!(plan.spacing(p) <= plan.least[p as usize] - p - K + 1, "p={p}");
+        }
     }
 }
