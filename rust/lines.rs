@@ -170,8 +170,9 @@ impl Lines {
         Some(LineEvent::NewStreak)
     }
 
-    /// The line is as long as the streak's: whether it repeats it, and what that does.
-    #[inline(never)]
+    /// The line is as long as the streak's: whether it repeats it, and what that does. Inlined:
+    /// in a loop of identical lines every line comes here (a call cost 7% there).
+    #[inline(always)]
     fn on_same_length<T: Unit>(&mut self, streak: Streak, line: Line, window: &Window<T>) -> Option<LineEvent> {
         let Line { start: line_start, content_len, hash, kind } = line;
         let same = match (streak.hash, hash) {
