@@ -198,7 +198,7 @@ impl<T: Unit> Core<T> {
     /// streak of identical lines, which nothing else reads: up to the first whose event matters
     /// to the rest (a streak reaching its rule, or any line while a line finding is claimed).
     /// Returns that newline and its event, for the units before it to be worked through first,
-    /// or `u64::MAX` if none does. Most newlines thus cost a bit scan and a line compare.
+    /// or `u64::MAX` if none does. Most newlines thus cost a list entry and a length compare.
     #[inline(always)]
     fn lines_ahead<S: Unit, const N: usize>(&mut self, piece: &[S], newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
         for &i in newlines.from((x - first) as usize) {
@@ -615,8 +615,8 @@ fn wide_groups() -> bool {
     if NARROW_GROUPS.with(std::cell::Cell::get) {
         return false;
     }
-    static WIDE: OnceLock<bool> = OnceLock::new();
-    *WIDE.get_or_init(|| {
+    static HAS_AVX2_BUILD_FEATURES: OnceLock<bool> = OnceLock::new();
+    *HAS_AVX2_BUILD_FEATURES.get_or_init(|| {
         std::is_x86_feature_detected!("avx2")
             && std::is_x86_feature_detected!("bmi1")
             && std::is_x86_feature_detected!("bmi2")
