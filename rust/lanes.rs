@@ -283,9 +283,10 @@ impl<const N: usize> Marks<N> {
                 Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
             };
             let count = bits.count_ones() as usize;
-            // Four entries per round whether they are marks or not (a spent word lists 64):
-            // `len` moves past the marks only. The `len` marks before this word are below
-            // `64 * word`, and a word lists at most 64, so the writes stay inside `at`.
+            // Four entries per round whether they are marks or not (once the word's bits are
+            // spent an entry reads one past the word): `len` moves past the marks only. The
+            // `len` marks before this word are below `64 * word`, and a word's rounds write at
+            // most 64 entries, so the writes stay inside `at`.
             let mut next = self.len;
             while bits != 0 {
                 for slot in &mut listed[next..next + 4] {
