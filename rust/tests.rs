@@ -173,6 +173,20 @@ fn a_run_starting_inside_a_finding_is_not_traced_back_at_every_sample() {
 }
 
 #[test]
+fn a_run_of_one_unit_is_not_sampled_once_it_covers_every_period() {
+    // The same text: inside the run of one unit every period holds at every sample and was
+    // dismissed one by one (~70 instructions per unit, 20x clean text). Once the run is longer
+    // than the longest period, sampling waits for it to break. Counted as periods found holding.
+    let text = "\t\t\u{3000}\taa".repeat(347) + &"a".repeat(30_688);
+    crate::state::HELD.with(|held| held.set(0));
+    let found = scan_str(&text, &DEFAULT_RULES);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let held = crate::state::HELD.with(|held| held.get());
+    let units = text.chars().count() as u64;
+    assert!(held < units / 2, "{held} periods held for {units} units of text");
+}
+
+#[test]
 fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
     // Found by fuzzing (rules target, known_bugs::slow_run): a run of one unit that stays below
     // its rule was left to the next sample again and again, untracked, and traced back over its
