@@ -223,9 +223,27 @@ impl<T: Unit> Core<T> {
     /// The CPU has what `G` needs.
     #[inline(always)]
     unsafe fn sample_until<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
+        // Inside a followed run of one unit every period passes the prefilter and `try_track`
+        // dismisses each one up to the run's length, so those are not sampled (a run of one unit
+        // below its rule, or inside an earlier finding's claim, cost ~70 instructions per unit
+        // with the default rules and 72 us with `max_long_period` 65,535). The trackers do not
+        // change until a sample starts one, which ends this call. Without such a run the
+        // periods covered are a constant 0, and the loop compiles as if they were not there.
+        match self.trackers.iter().filter(|t| t.period == 1).map(|t| t.start).min() {
+            None => self.sample_from::<G>(x, until, out, |_| 0),
+            Some(run_start) => self.sample_from::<G>(x, until, out, |at| at - run_start),
+        }
+    }
+
+    /// [`Core::sample_until`] with the periods up to `covered(at)` left out at unit `at`.
+    ///
+    /// # Safety
+    /// The CPU has what `G` needs.
+    #[inline(always)]
+    unsafe fn sample_from<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>, covered: impl Fn(u64) -> u64) -> Option<u64> {
         let mut at = self.next_sample(x);
         while at < until {
-            let started = self.sample::<G>(at);
+            let started = self.sample::<G>(at, covered(at));
             if started || !self.candidates.is_empty() {
                 if !self.candidates.is_empty() {
                     self.resolve(at, out);
@@ -242,15 +260,6 @@ impl<T: Unit> Core<T> {
     /// The first unit at or after `x` where sampling is due.
     fn next_sample(&self, x: u64) -> u64 {
         if self.claim_running {
-            return u64::MAX;
-        }
-        // Inside a followed run of one unit every period passes the prefilter, and `try_track`
-        // dismisses each one up to the run's length: once that covers every period, no sample
-        // can find anything until the run breaks (which ends the tracker, and this). A run of
-        // one unit inside an earlier finding's claim, never firing, cost ~70 instructions per
-        // unit sampled: 20x clean text.
-        let longest = u64::from(self.rules.max_long_period);
-        if self.trackers.iter().any(|t| t.period == 1 && x >= t.start + longest) {
             return u64::MAX;
         }
         // The spacing is a power of two.
@@ -390,28 +399,49 @@ impl<T: Unit> Core<T> {
     /// together, so almost every period goes there (on stdlib text two units let 1.2% of
     /// periods through, three 0.4%: 3% more instructions, ~20% less time, as the branch on
     /// survivors mispredicts less). Each period left is then tested on all 16 units with one
-    /// compare. Returns whether a tracker started.
+    /// compare. The periods up to `covered` are left out. Returns whether a tracker started.
     ///
     /// # Safety
     /// The CPU has what `G` needs.
     #[inline(always)]
-    unsafe fn sample<G: Prefilter>(&mut self, x: u64) -> bool {
+    unsafe fn sample<G: Prefilter>(&mut self, x: u64, covered: u64) -> bool {
         let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
         let recent = *self.window.lanes(x + 1 - K);
         let targets = PROBES.map(|back| recent[LANES - 1 - back]);
+        // The same holds inside a stretch of one unit that no tracker follows yet (a run below
+        // its rule, left to a later sample): every period up to its length holds, its runs start
+        // inside the stretch, and their blocks are powers of the unit. Tracing each back cost
+        // 128 ms once in a 65,536-unit run of spaces with rules that let it grow that long.
+        let covered = if covered == 0 && T::equal_to(&recent, recent[0]) == 0xFFFF { self.stretch_len(x) } else { covered };
         let mut slot = self.window.slot(x - due);
-        let mut rest = due;
         let mut started = false;
-        // Whole groups, then the periods of the last one that are due.
-        while rest >= G::WIDTH as u64 {
-            started |= self.sample_group::<G>(x, slot, rest, u32::MAX, targets, &recent);
+        // Whole groups of the periods above `covered`, then the rest of them: `left` are left,
+        // and the group at `slot` starts at period `covered + left`.
+        let mut left = due.saturating_sub(covered);
+        while left >= G::WIDTH as u64 {
+            started |= self.sample_group::<G>(x, slot, covered + left, u32::MAX, targets, &recent);
             slot = self.window.slot_after(slot, G::WIDTH);
-            rest -= G::WIDTH as u64;
+            left -= G::WIDTH as u64;
         }
-        if rest > 0 {
-            started |= self.sample_group::<G>(x, slot, rest, (1 << rest) - 1, targets, &recent);
+        if left > 0 {
+            started |= self.sample_group::<G>(x, slot, covered + left, (1 << left) - 1, targets, &recent);
+        }
+        if covered > 0 {
+            // Period 1 is the stretch's own run: sampled whatever covers the others.
+            started |= self.sample_group::<G>(x, self.window.slot(x - 1), 1, 1, targets, &recent);
         }
         started
+    }
+
+    /// How far back from `x` the stretch of one unit ending at `x` goes, as far as the window
+    /// holds it: the periods up to that hold at `x` only as powers of the unit. Out of line:
+    /// most samples end in more than one unit.
+    #[cold]
+    #[inline(never)]
+    fn stretch_len(&self, x: u64) -> u64 {
+        let oldest = (x + 1).saturating_sub(self.window.len() as u64);
+        let first = self.window.run_start(1, oldest + 1, x + 1 - K);
+        x - (first - 1)
     }
 
     /// One group of [`Core::sample`]: lane `i` of the group at `slot` stands for period

@@ -201,6 +201,37 @@ fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
 }
 
 #[test]
+fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
+    // Found by fuzzing (rules target, a 13 s timeout): with periods up to 65,535 and every span
+    // above 65,536, a run of 65,540 spaces is left to later samples, and the sample that first
+    // sees it whole found every period up to its length holding and traced each back over the
+    // run (4.7 s; 128 ms with the default max_long_period). Those periods are powers of the one
+    // unit and are no longer sampled. Counted as units compared, not time.
+    let rules = Rules {
+        max_period: 2,
+        max_long_period: 65_535,
+        min_repeats: 65_537,
+        text_span: 7,
+        code_min_repeats: 4,
+        code_span: 33,
+        long_min_repeats: 3,
+        min_span: 65_537,
+        code_min_span: 65_537,
+        single_char_min_span: 65_537,
+        whitespace_min_span: 65_537,
+        min_lines: 65_537,
+        code_min_lines: 65_537,
+    };
+    let text = format!("x{}", " ".repeat(65_540));
+    crate::window::TRACED.with(|traced| traced.set(0));
+    let found = scan_str(&text, &rules);
+    assert_eq!((found.len(), found[0].period), (1, 1), "{found:?}");
+    let traced = crate::window::TRACED.with(|traced| traced.get());
+    let units = text.len() as u64;
+    assert!(traced < 4 * units, "{traced} units traced back for {units} units of text");
+}
+
+#[test]
 fn detector_agrees_with_oracle_on_default_rules() {
     with_each_prefilter(agrees_with_oracle_on_default_rules);
 }
