@@ -223,27 +223,9 @@ impl<T: Unit> Core<T> {
     /// The CPU has what `G` needs.
     #[inline(always)]
     unsafe fn sample_until<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>) -> Option<u64> {
-        // Inside a followed run of one unit every period passes the prefilter and `try_track`
-        // dismisses each one up to the run's length, so those are not sampled (a run of one unit
-        // below its rule, or inside an earlier finding's claim, cost ~70 instructions per unit
-        // with the default rules and 72 us with `max_long_period` 65,535). The trackers do not
-        // change until a sample starts one, which ends this call. Without such a run the
-        // periods covered are a constant 0, and the loop compiles as if they were not there.
-        match self.trackers.iter().filter(|t| t.period == 1).map(|t| t.start).min() {
-            None => self.sample_from::<G>(x, until, out, |_| 0),
-            Some(run_start) => self.sample_from::<G>(x, until, out, |at| at - run_start),
-        }
-    }
-
-    /// [`Core::sample_until`] with the periods up to `covered(at)` left out at unit `at`.
-    ///
-    /// # Safety
-    /// The CPU has what `G` needs.
-    #[inline(always)]
-    unsafe fn sample_from<G: Prefilter>(&mut self, x: u64, until: u64, out: &mut Vec<Finding>, covered: impl Fn(u64) -> u64) -> Option<u64> {
         let mut at = self.next_sample(x);
         while at < until {
-            let started = self.sample::<G>(at, covered(at));
+            let started = self.sample::<G>(at);
             if started || !self.candidates.is_empty() {
                 if !self.candidates.is_empty() {
                     self.resolve(at, out);
@@ -399,20 +381,21 @@ impl<T: Unit> Core<T> {
     /// together, so almost every period goes there (on stdlib text two units let 1.2% of
     /// periods through, three 0.4%: 3% more instructions, ~20% less time, as the branch on
     /// survivors mispredicts less). Each period left is then tested on all 16 units with one
-    /// compare. The periods up to `covered` are left out. Returns whether a tracker started.
+    /// compare. Returns whether a tracker started.
     ///
     /// # Safety
     /// The CPU has what `G` needs.
     #[inline(always)]
-    unsafe fn sample<G: Prefilter>(&mut self, x: u64, covered: u64) -> bool {
+    unsafe fn sample<G: Prefilter>(&mut self, x: u64) -> bool {
         let due = u64::from(self.plan.due_upto[x.trailing_zeros().min(64) as usize]).min(x + 1 - K);
         let recent = *self.window.lanes(x + 1 - K);
         let targets = PROBES.map(|back| recent[LANES - 1 - back]);
-        // The same holds inside a stretch of one unit that no tracker follows yet (a run below
-        // its rule, left to a later sample): every period up to its length holds, its runs start
-        // inside the stretch, and their blocks are powers of the unit. Tracing each back cost
-        // 128 ms once in a 65,536-unit run of spaces with rules that let it grow that long.
-        let covered = if covered == 0 && T::equal_to(&recent, recent[0]) == 0xFFFF { self.stretch_len(x) } else { covered };
+        // Inside a stretch of one unit every period up to its length holds, its runs start
+        // inside the stretch and their blocks are powers of the unit: `try_track` would dismiss
+        // each, after tracing it back if no tracker follows the unit yet. They are left out (a
+        // run of one unit inside a finding cost ~70 instructions per unit; with
+        // `max_long_period` 65,535, 65,540 spaces took 4.7 s).
+        let covered = if T::equal_to(&recent, recent[0]) == 0xFFFF { self.stretch_len(x) } else { 0 };
         let mut slot = self.window.slot(x - due);
         let mut started = false;
         // Whole groups of the periods above `covered`, then the rest of them: `left` are left,
@@ -434,11 +417,15 @@ impl<T: Unit> Core<T> {
     }
 
     /// How far back from `x` the stretch of one unit ending at `x` goes, as far as the window
-    /// holds it: the periods up to that hold at `x` only as powers of the unit. Out of line:
-    /// most samples end in more than one unit.
+    /// holds it: the periods up to that hold at `x` only as powers of the unit. A followed run of
+    /// one unit holds through every sample and knows where it starts; otherwise the stretch is
+    /// traced back. Out of line: most samples end in more than one unit.
     #[cold]
     #[inline(never)]
     fn stretch_len(&self, x: u64) -> u64 {
+        if let Some(run) = self.trackers.iter().find(|t| t.period == 1) {
+            return x - run.start;
+        }
         let oldest = (x + 1).saturating_sub(self.window.len() as u64);
         let first = self.window.run_start(1, oldest + 1, x + 1 - K);
         x - (first - 1)
