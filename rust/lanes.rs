@@ -27,8 +27,11 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
     /// Bit `i` set where `a[i] == b[i]`.
     fn equal_pairs(a: &[Self; LANES], b: &[Self; LANES]) -> u32;
     /// Bit `i` set where `units[k][i] == targets[k]` for each `k` of three: the sampling
-    /// prefilter, its three compares joined before they become one mask.
-    fn agree(units: [&[Self; LANES]; 3], targets: [Self; 3]) -> u32;
+    /// prefilter (three masks ANDed: joining the compares by hand ran the same instructions).
+    #[inline]
+    fn agree(units: [&[Self; LANES]; 3], targets: [Self; 3]) -> u32 {
+        (0..3).fold(u32::MAX, |mask, k| mask & Self::equal_to(units[k], targets[k]))
+    }
     /// [`Unit::agree`] over [`WIDE`] lanes.
     ///
     /// # Safety
@@ -73,18 +76,6 @@ impl Unit for u8 {
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
 
-    #[inline]
-    fn agree(units: [&[u8; LANES]; 3], targets: [u8; 3]) -> u32 {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `equal_to`.
-        unsafe {
-            use std::arch::x86_64::*;
-            let eq = |k: usize| _mm_cmpeq_epi8(_mm_loadu_si128(units[k].as_ptr().cast()), _mm_set1_epi8(targets[k] as i8));
-            _mm_movemask_epi8(_mm_and_si128(_mm_and_si128(eq(0), eq(1)), eq(2))) as u32
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        agree_by_lanes(units, targets)
-    }
 
     #[cfg(target_arch = "x86_64")]
     #[inline]
@@ -135,24 +126,6 @@ impl Unit for u16 {
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
 
-    #[inline]
-    fn agree(units: [&[u16; LANES]; 3], targets: [u16; 3]) -> u32 {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `equal_to`.
-        unsafe {
-            use std::arch::x86_64::*;
-            // Half `h` (8 lanes) of all three compares, joined.
-            let half = |h: usize| {
-                let eq = |k: usize| {
-                    _mm_cmpeq_epi16(_mm_loadu_si128(units[k].as_ptr().cast::<__m128i>().add(h)), _mm_set1_epi16(targets[k] as i16))
-                };
-                _mm_and_si128(_mm_and_si128(eq(0), eq(1)), eq(2))
-            };
-            _mm_movemask_epi8(_mm_packs_epi16(half(0), half(1))) as u32
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        agree_by_lanes(units, targets)
-    }
 
     #[cfg(target_arch = "x86_64")]
     #[inline]
@@ -210,24 +183,6 @@ impl Unit for u32 {
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
 
-    #[inline]
-    fn agree(units: [&[u32; LANES]; 3], targets: [u32; 3]) -> u32 {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `u16`.
-        unsafe {
-            use std::arch::x86_64::*;
-            // Quarter `q` (4 lanes) of all three compares, joined.
-            let quarter = |q: usize| {
-                let eq = |k: usize| {
-                    _mm_cmpeq_epi32(_mm_loadu_si128(units[k].as_ptr().cast::<__m128i>().add(q)), _mm_set1_epi32(targets[k] as i32))
-                };
-                _mm_and_si128(_mm_and_si128(eq(0), eq(1)), eq(2))
-            };
-            pack_quarters(quarter(0), quarter(1), quarter(2), quarter(3))
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        agree_by_lanes(units, targets)
-    }
 
     #[cfg(target_arch = "x86_64")]
     #[inline]
@@ -321,11 +276,6 @@ unsafe fn pack_quarters(
     use std::arch::x86_64::*;
     // Saturating packs keep -1 as -1 and 0 as 0, lanes in order.
     _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d))) as u32
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn agree_by_lanes<T: Unit>(units: [&[T; LANES]; 3], targets: [T; 3]) -> u32 {
-    fold_mask((0..LANES).map(|i| (0..3).all(|k| units[k][i] == targets[k])))
 }
 
 #[cfg(not(target_arch = "x86_64"))]
