@@ -144,7 +144,7 @@ impl<T: Unit> Core<T> {
             return;
         }
         #[cfg(target_arch = "x86_64")]
-        if wide_groups() {
+        if avx2_build() {
             // SAFETY: the CPU has what `work_through_wide` is compiled for.
             return unsafe { self.work_through_wide(piece, first, out) };
         }
@@ -641,9 +641,9 @@ impl Prefilter for Wide {
 /// Whether the detector runs its AVX2 build, sampling 32 periods at a time: the CPU has AVX2 and
 /// the bit instructions every CPU with AVX2 has. Asked once, then one load per piece.
 #[cfg(target_arch = "x86_64")]
-fn wide_groups() -> bool {
+fn avx2_build() -> bool {
     #[cfg(test)]
-    if NARROW_GROUPS.with(std::cell::Cell::get) {
+    if BASELINE_BUILD.with(std::cell::Cell::get) {
         return false;
     }
     static HAS_AVX2_BUILD_FEATURES: OnceLock<bool> = OnceLock::new();
@@ -658,8 +658,8 @@ fn wide_groups() -> bool {
 
 #[cfg(test)]
 thread_local! {
-    /// Set by tests to run the 16-lane groups on a CPU that has AVX2, so both are checked.
-    pub(crate) static NARROW_GROUPS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set by tests to run the baseline build on a CPU that has AVX2, so both are checked.
+    pub(crate) static BASELINE_BUILD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Periods found holding at a sample on this thread, each then tracked or dismissed: tests
     /// bound the work of sampling inside runs.
     pub(crate) static HELD: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };

@@ -82,19 +82,19 @@ fn feed_in_chunks(text: &[u32], rules: &Rules, rng: &mut Rng) -> Vec<Finding> {
     out
 }
 
-/// Runs `check` with each sampling prefilter this CPU has: the 16-lane one, and the 32-lane
-/// one where the CPU has AVX2.
-fn with_each_prefilter(check: impl Fn()) {
-    for narrow in [false, true] {
-        crate::state::NARROW_GROUPS.with(|forced| forced.set(narrow));
+/// Runs `check` with each build of the detector's loop this CPU can run: the baseline one
+/// (16 periods per group), and the AVX2 one (32) where the CPU has AVX2.
+fn with_each_build(check: impl Fn()) {
+    for baseline in [false, true] {
+        crate::state::BASELINE_BUILD.with(|forced| forced.set(baseline));
         check();
     }
-    crate::state::NARROW_GROUPS.with(|forced| forced.set(false));
+    crate::state::BASELINE_BUILD.with(|forced| forced.set(false));
 }
 
 #[test]
 fn detector_agrees_with_oracle_on_random_texts() {
-    with_each_prefilter(agrees_with_oracle_on_random_texts);
+    with_each_build(agrees_with_oracle_on_random_texts);
 }
 
 fn agrees_with_oracle_on_random_texts() {
@@ -114,7 +114,7 @@ fn agrees_with_oracle_on_random_texts() {
 
 #[test]
 fn detector_agrees_with_oracle_when_the_window_narrows_again() {
-    with_each_prefilter(agrees_with_oracle_when_the_window_narrows_again);
+    with_each_build(agrees_with_oracle_when_the_window_narrows_again);
 }
 
 fn agrees_with_oracle_when_the_window_narrows_again() {
@@ -224,7 +224,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
 
 #[test]
 fn detector_agrees_with_oracle_on_default_rules() {
-    with_each_prefilter(agrees_with_oracle_on_default_rules);
+    with_each_build(agrees_with_oracle_on_default_rules);
 }
 
 fn agrees_with_oracle_on_default_rules() {
