@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from transcripts import texts, write_parquet  # noqa: E402
+from support.transcripts import texts, write_parquet  # noqa: E402
 
 def best_seconds(command: list[str], runs: int) -> float:
     best = float("inf")

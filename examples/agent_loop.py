@@ -29,19 +29,19 @@ import hashlib
 import json
 import logging
 import re
-import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
-from loopbreak import persist
-from loopbreak.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
-from loopbreak.budget import Budgets, ModelPrice
+from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
+from loopbreak.agent.budget import Budgets, ModelPrice
 from loopbreak.errors import DegenerationDetected
-from loopbreak.policy import PolicyConfig, RunPolicy
-from loopbreak.receipt import Receipt, RunEvidence, save_receipt
-from loopbreak.stream import guard
+from loopbreak.agent.policy import PolicyConfig, RunPolicy
+from loopbreak.agent.receipt import Receipt, RunEvidence, save_receipt
+from loopbreak.store import Database
+from loopbreak.streaming import persist
+from loopbreak.streaming.guard import guard
 
 MODEL = "scripted-model"
 SYSTEM_PROMPT = "You are a file agent. Use the tools to do the task, then answer the user."
@@ -146,18 +146,18 @@ def run_agent(
     run_id: str,
     model: ScriptedModel,
     workspace: Path,
-    connection: sqlite3.Connection,
+    db: Database,
     audit: AuditLog,
 ) -> Receipt:
     policy = RunPolicy(CONFIG, run_id=run_id, audit=audit)
     evidence = RunEvidence(policy=policy)
     try:
-        agent_loop(policy, evidence, model, workspace, connection)
+        agent_loop(policy, evidence, model, workspace, db)
     except TimeoutError as error:  # the model call timed out
         evidence.record_timeout(error)
         print(f"  timeout: {error}")
     receipt = evidence.receipt(answer_file_is_right(workspace))
-    save_receipt(connection, receipt)
+    save_receipt(db, receipt)
     return receipt
 
 
@@ -166,7 +166,7 @@ def agent_loop(
     evidence: RunEvidence,
     model: ScriptedModel,
     workspace: Path,
-    connection: sqlite3.Connection,
+    db: Database,
 ) -> None:
     """Runs steps until something ends the run, recording how it ended as evidence."""
     while True:
@@ -179,14 +179,14 @@ def agent_loop(
         try:
             text = "".join(guarded)
         except DegenerationDetected as error:
-            persist.save_result(connection, error)  # the trimmed text, never the loop
+            persist.save_result(db, error)  # the trimmed text, never the loop
             evidence.record_degeneration(error)
             streamed = f"{reply.streamed_chars:,} of {reply.scripted_chars:,} chars streamed"
             show(plan.step, f"guard stopped the stream ({streamed}):", error.reason)
             return
         finally:
             policy.record_usage(MODEL, reply.input_tokens, reply.output_tokens)
-        persist.save_result(connection, guarded)
+        persist.save_result(db, guarded)
         if not reply.tool_calls:
             evidence.record_natural_finish()
             show(plan.step, "answer:", text)
@@ -261,24 +261,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     db_path = directory / "loopbreak.db"
     logging.basicConfig(level=logging.WARNING, format="  log: %(levelname)s %(message)s")
 
-    connection = persist.connect(db_path)  # the stream guard's runs table ...
+    db = Database(db_path)  # the stream guard's runs table ...
     audit = AuditLog(  # ... and the audit log, in the same database
-        [SqliteSink(connection), JsonLinesSink(directory / "audit.jsonl"), LoggingSink()]
+        [SqliteSink(db), JsonLinesSink(directory / "audit.jsonl"), LoggingSink()]
     )
     receipts = []
     for run_id, script in SCRIPTS.items():
         print(f"run {run_id}")
         workspace = prepare_workspace(directory / run_id)
-        receipt = run_agent(run_id, ScriptedModel(script), workspace, connection, audit)
+        receipt = run_agent(run_id, ScriptedModel(script), workspace, db, audit)
         print(f"  receipt: {receipt.state.value} ({receipt.reason}), verified={receipt.verified}")
         receipts.append(receipt)
     audit.close()
 
     print(f"\nstored in {db_path}:")
     for table in ("runs", "audit_events", "receipts"):
-        (count,) = connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
+        (count,) = db.connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
         print(f"  {table}: {count} rows")
-    longest = connection.execute("SELECT MAX(LENGTH(text)) FROM runs").fetchone()[0]
+    longest = db.connection.execute("SELECT MAX(LENGTH(text)) FROM runs").fetchone()[0]
     print(f"  longest saved model text: {longest} chars (the loop was trimmed)")
     print(f"audit log also in {directory / 'audit.jsonl'}")
     last = receipts[-1]
@@ -288,7 +288,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"  {condition.state.value:<18} {'held' if condition.held else '-':<5}"
               f"{json.dumps(dict(condition.inputs))}")
     print(f"  usage: {json.dumps(last.usage.to_dict() if last.usage else None)}")
-    connection.close()
+    db.close()
     return 0
 
 

@@ -1,26 +1,31 @@
 """loopbreak: stop language-model repetition loops.
 
-The detector is a Rust core (``loopbreak._core``); this package re-exports it:
+The detector is a Rust core (``loopbreak._core``), re-exported here:
 
 - ``Detector``: fed text deltas as they stream, reports a ``Finding`` where a rule first holds.
-- ``scan(text)``: every degenerate region of a whole text.
-- ``trim(text)``: the text to persist, each region cut to its first few copies plus a marker.
-- ``Rules``: every threshold, validated.
+- ``scan(text)``: every degenerate region of a whole text; ``trim(text)``: the text to persist,
+  each region cut to its first few copies plus a marker.
+- ``Rules``: every threshold, validated; ``RULE_NAMES``: the rules' names.
 - ``TokenDetector`` / ``TokenStreams``: the same over token ids, one stream or a batch per step.
-- ``scan_many`` / ``scan_columns`` (``loopbreak.batch``): many texts on all cores.
+- ``scan_many`` / ``scan_columns``: many texts (a list or an Arrow column) on all cores.
 
-On top of it (``loopbreak.stream``): ``guard(deltas)`` / ``aguard(deltas)`` pass a stream of
-text deltas through and stop it where it starts looping, raising ``DegenerationDetected`` (a
+The stream guard's essentials: ``guard(deltas)`` / ``aguard(deltas)`` pass a stream of text
+deltas through and stop it where it starts looping, raising ``DegenerationDetected`` (a
 ``LoopbreakError``) or, with ``on_degeneration="stop"``, just ending it; the returned
-``Guarded`` / ``AsyncGuarded`` tells what happened and what to save. ``loopbreak.persist``
-saves it to SQLite; ``loopbreak.integrations`` adapts OpenAI SDK streams and Starlette SSE.
+``Guarded`` / ``AsyncGuarded`` tells what happened and what to save.
 
-Around an agent loop (``loopbreak.policy``, ``budget``, ``audit``, ``receipt``): a ``RunPolicy``
-decides before each step and tool call (step warnings, final-step nudge or lockdown, repeated
-actions, progress, ``Budgets``), records every ``Decision`` in an ``AuditLog``, and
-``RunEvidence`` turns what the loop saw into a stop ``Receipt``.
+Each product is a subpackage, imported when used:
+
+- ``loopbreak.streaming``: the guard itself and ``loopbreak.streaming.persist`` (SQLite).
+- ``loopbreak.agent``: governing agent loops: ``RunPolicy`` (step limit, warnings, final-step
+  nudge or lockdown, repeated actions, progress, ``Budgets``), the ``AuditLog`` of every
+  ``Decision``, and the stop ``Receipt`` that ``RunEvidence`` builds.
+- ``loopbreak.scanning``: ``loopbreak scan`` over stored transcripts, and Ray.
+- ``loopbreak.integrations``: adapters to the libraries streams and agents run in.
+- ``loopbreak.store`` (the SQLite database every product writes) and ``loopbreak.errors``.
 """
 
+from loopbreak._batch import RULE_NAMES, scan_columns, scan_many
 from loopbreak._core import (
     DEFAULT_KEEP,
     Detector,
@@ -35,52 +40,26 @@ from loopbreak._core import (
     scan,
     trim,
 )
-from loopbreak.actions import action_key
-from loopbreak.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
-from loopbreak.batch import scan_columns, scan_many
-from loopbreak.budget import Budgets, ModelPrice
-from loopbreak.decision import Check, Decision, DecisionKind, Reason
 from loopbreak.errors import DegenerationDetected, LoopbreakError
-from loopbreak.policy import PolicyConfig, RunPolicy, StepPlan
-from loopbreak.receipt import Receipt, ReceiptState, RunEvidence, save_receipt
-from loopbreak.stream import AsyncGuarded, Degeneration, Guarded, Piece, aguard, guard
+from loopbreak.streaming.guard import AsyncGuarded, Guarded, aguard, guard
 
 __all__ = [
     "__version__",
-    "action_key",
     "aguard",
     "AsyncGuarded",
-    "AuditLog",
-    "Budgets",
-    "Check",
-    "Decision",
-    "DecisionKind",
     "DEFAULT_KEEP",
-    "Degeneration",
     "DegenerationDetected",
     "Detector",
     "Finding",
     "guard",
     "Guarded",
-    "JsonLinesSink",
-    "LoggingSink",
     "LoopbreakError",
-    "ModelPrice",
-    "Piece",
-    "PolicyConfig",
-    "Reason",
-    "Receipt",
-    "ReceiptState",
     "Removal",
+    "RULE_NAMES",
     "Rules",
-    "RunEvidence",
-    "RunPolicy",
-    "save_receipt",
     "scan",
     "scan_columns",
     "scan_many",
-    "SqliteSink",
-    "StepPlan",
     "TokenDetector",
     "TokenFinding",
     "TokenStreams",

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from typing import Callable, Optional
 
-from loopbreak import demo, scan_cli
+from loopbreak import __version__
+from loopbreak.scanning import cli as scan_cli
+from loopbreak.streaming import demo
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="loopbreak", description="Stop language-model repetition loops.")
+    parser.add_argument("--version", action="version", version=f"loopbreak {__version__}")
     commands = parser.add_subparsers(title="commands", required=True)
     demo.register(commands)
     scan_cli.register(commands)

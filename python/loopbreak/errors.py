@@ -1,4 +1,21 @@
-"""The package's errors: every error loopbreak raises on purpose is a ``LoopbreakError``."""
+"""Every error loopbreak raises on purpose, in one hierarchy.
+
+::
+
+    LoopbreakError                      base of them all
+    ├── DegenerationDetected            a stream guard stopped a stream that started looping
+    ├── PolicyMisuse (RuntimeError)     a RunPolicy was asked to check a step it cannot
+    │   ├── RunStopped                  ... after it stopped the run
+    │   └── NoStepStarted               ... before ``before_step``, or after ``after_step``
+    ├── RunNotFound (LookupError)       a stored run that is not there
+    ├── StoreError                      a database loopbreak cannot use (a newer schema)
+    └── ScanError                       ``loopbreak scan`` could not scan a file or a value
+
+Each error that replaces a builtin also derives from it, so ``except RuntimeError`` or ``except
+LookupError`` code keeps working. Bad arguments are not ``LoopbreakError``: a wrong type raises
+``TypeError`` and a bad value ``ValueError``, each naming the argument. Errors of the libraries
+loopbreak wraps (an upstream's timeout, a lost connection) pass through unchanged.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +23,11 @@ from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from loopbreak._core import Finding
-    from loopbreak.stream import Degeneration
+    from loopbreak.streaming.guard import Degeneration
 
 
 class LoopbreakError(Exception):
-    """Base of the errors loopbreak raises on purpose (bad input raises ``TypeError`` or
-    ``ValueError`` instead)."""
+    """Base of the errors loopbreak raises on purpose (see the module docstring)."""
 
 
 class DegenerationDetected(LoopbreakError):
@@ -56,3 +72,28 @@ class DegenerationDetected(LoopbreakError):
     def tool_name(self) -> Optional[str]:
         """The tool whose arguments looped, when the loop was in a tool call."""
         return self.degeneration.tool_name
+
+
+class PolicyMisuse(LoopbreakError, RuntimeError):
+    """A ``RunPolicy`` check was called when the run cannot take it: a bug in the calling loop."""
+
+
+class RunStopped(PolicyMisuse):
+    """The policy already stopped this run; a new run needs a new ``RunPolicy``."""
+
+
+class NoStepStarted(PolicyMisuse):
+    """A tool-call or end-of-step check came with no step running: call ``before_step`` first."""
+
+
+class RunNotFound(LoopbreakError, LookupError):
+    """No stored run has the id asked for."""
+
+
+class StoreError(LoopbreakError):
+    """The database cannot be used by this version of loopbreak (its schema is newer)."""
+
+
+class ScanError(LoopbreakError):
+    """Something ``loopbreak scan`` could not scan: reported with its file (and line or row),
+    counted, and the scan goes on."""

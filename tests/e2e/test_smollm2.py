@@ -21,7 +21,8 @@ from openai import OpenAI
 
 from loopbreak import trim
 from loopbreak.integrations.openai import guard_chat
-from loopbreak.persist import connect, load_run, save_result
+from loopbreak.store import Database
+from loopbreak.streaming.persist import load_run, save_result
 
 from .conftest import ModelServer
 
@@ -134,7 +135,7 @@ def test_real_model(client: OpenAI, model_server: ModelServer, prompt: Prompt, t
     guarded_chunks = list(guarded)
     streamed = "".join(c.choices[0].delta.content or "" for c in guarded_chunks if c.choices)
 
-    connection = connect(tmp_path / "runs.db")
+    connection = Database(tmp_path / "runs.db")
     run = load_run(connection, save_result(connection, guarded))
     connection.close()
 

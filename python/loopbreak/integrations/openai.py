@@ -30,7 +30,7 @@ from openai.types.responses import (
 )
 
 from loopbreak._core import DEFAULT_KEEP, Rules
-from loopbreak.stream import CONTENT, AsyncGuarded, Guarded, OnDegeneration, Piece
+from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Guarded, OnDegeneration, Piece
 
 # responses.stream() yields the SDK's subclasses of the raw event types, so events are generic.
 EventT = TypeVar("EventT", bound=BaseModel)

@@ -29,7 +29,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from loopbreak.errors import DegenerationDetected
-from loopbreak.stream import AsyncGuarded
+from loopbreak.streaming.guard import AsyncGuarded
 
 
 def _event(data: dict[str, Any], name: Optional[str] = None) -> str:

@@ -16,7 +16,8 @@ from typing import IO, Any, Callable, Iterator, Optional
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.field_path import FieldPath, Slot
 from loopbreak.scanning.findings import BatchFindings, note, note_name, scan_batch
-from loopbreak.scanning.report import Report, ScanError
+from loopbreak.errors import ScanError
+from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import STDIN, Source
 
 # A chunk ends at this many lines or bytes, whichever comes first: enough texts to keep every

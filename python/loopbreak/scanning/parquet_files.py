@@ -18,7 +18,8 @@ import pyarrow.parquet as pq
 
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import BatchFindings, note, note_name, scan_batch
-from loopbreak.scanning.report import Report, ScanError
+from loopbreak.errors import ScanError
+from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import Source
 
 # Rows per batch: enough to keep every core busy, few enough that a batch of long runaway

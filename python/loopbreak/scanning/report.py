@@ -9,7 +9,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from loopbreak.batch import RULE_NAMES
+from loopbreak._batch import RULE_NAMES
+from loopbreak.errors import ScanError
 from loopbreak.scanning.findings import BatchFindings
 from loopbreak.scanning.progress import Progress
 
@@ -18,11 +19,6 @@ ERRORS_SHOWN_PER_FILE = 10
 
 # Where a finding is: {"path": ...} plus, by format, "line" and "field", "row", or "table" and "rowid".
 Location = dict[str, Any]
-
-
-class ScanError(Exception):
-    """A file that cannot be scanned at all (unreadable, not of its format, no such column). It
-    is reported and counted, and the scan goes on with the next file."""
 
 
 @dataclass

@@ -19,7 +19,8 @@ from typing import Callable, Iterator, Optional
 
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import note, note_name, scan_batch
-from loopbreak.scanning.report import Report, ScanError
+from loopbreak.errors import ScanError
+from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import Source
 
 # Rows fetched and scanned at a time.

@@ -1,0 +1,362 @@
+"""The run policy of an agent loop: step limit with warnings and a final-step nudge, repeated
+actions, progress, budgets. Pure Python; works with any loop that can call it around each step.
+
+One ``RunPolicy`` governs one run (one agent turn). The loop calls:
+
+- ``before_step(system_prompt)`` before each model call: a ``StepPlan`` with the system prompt
+  to send (the caller's, with any addendum appended) and whether tools are offered;
+- ``record_usage(model, input_tokens, output_tokens)`` after each model call;
+- ``check_tool_call(tool, arguments)`` before running each tool call the model asked for;
+- ``after_step(progress)`` when the step's tool results are in, with the progress it made.
+
+Each check returns a ``Decision`` (allow, warn or stop) and records it in the audit log. After a
+stop the run is over: further checks raise ``RunStopped`` (a ``RuntimeError``), and a tool-call or
+end-of-step check with no step running raises ``NoStepStarted``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Optional
+
+from loopbreak.agent import _validate
+from loopbreak.agent.actions import Arguments, action_key, cycle_copies
+from loopbreak.agent.audit import AuditLog
+from loopbreak.agent.budget import BudgetCheck, BudgetMeter, Budgets, Usage
+from loopbreak.agent.decision import Check, Decision, DecisionKind, Number, Reason
+from loopbreak.errors import NoStepStarted, RunStopped
+
+LOCKDOWN_ENV = "LOOPBREAK_FINAL_STEP_LOCKDOWN"
+_ENV_TRUE = frozenset({"1", "true", "yes", "on"})
+_ENV_FALSE = frozenset({"", "0", "false", "no", "off"})
+
+WARNING_ADDENDUM = (
+    "Only {steps_left} tool-use {steps_remain} in this turn. Stop exploring and start acting now: "
+    "use what you have already found and make only the calls the task still needs. "
+    "Leave room to finish with a final text answer."
+)
+FINAL_STEP_NUDGE = (
+    "This is the LAST step of this turn. Write your final answer to the user now. You may still "
+    "call tools, but the turn ends after this step either way and you will not see their "
+    "results: say what you did, what you found, and what is left to do."
+)
+LOCKDOWN_INSTRUCTION = (
+    "This is the LAST step of this turn and tools are disabled: do not try to call any. Write "
+    "your final answer to the user now from what you have already found: what you did, what "
+    "you found, and what is left to do."
+)
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Every limit and threshold of the run policy. Defaults:
+
+    - ``max_steps`` = 50: model calls per run. Steps are numbered from 0; the last is
+      ``max_steps - 1`` and ``before_step`` for step ``max_steps`` stops with ``step_limit``.
+    - ``warning_steps`` = 5: the steps just before the final one get the addendum "Only N
+      tool-use steps remain in this turn ..." with N counting down to 1 (with 50 steps: steps
+      44-48, N = 5..1). N counts the steps left before the final one, this one included; the
+      final step is kept for the answer. With fewer steps, every step before the final warns.
+    - ``final_step_lockdown`` = None: the final step keeps tools and gets a nudge to answer now;
+      True disables tools (``tool_choice="none"``) and asks for a synthesis instead. None reads
+      the environment variable ``LOOPBREAK_FINAL_STEP_LOCKDOWN`` (1/true/yes/on or
+      0/false/no/off, unset = off) when the ``RunPolicy`` is created; a bool here overrides it.
+    - ``max_repeat_action`` = 3: back-to-back copies allowed of one tool call (same normalized
+      name and arguments) or of one short cycle of calls (A,B,A,B,A,B); the next copy stops
+      with ``loop_detected``. Only back-to-back copies count: a test run after each different
+      edit is progress, and cycles catch the loops that alternate.
+    - ``max_cycle_length`` = 4: longest cycle of calls watched (A,B,A,B has length 2), enough
+      for read, edit, test, revert.
+    - ``no_progress_window`` = 4: steps in a row without a new progress signal that stop with
+      ``no_progress``; None turns the check off.
+    - ``budgets`` = ``Budgets()``: seconds, money, tokens, tool calls; none enforced by default.
+    """
+
+    max_steps: int = 50
+    warning_steps: int = 5
+    final_step_lockdown: Optional[bool] = None
+    max_repeat_action: int = 3
+    max_cycle_length: int = 4
+    no_progress_window: Optional[int] = 4
+    budgets: Budgets = field(default_factory=Budgets)
+
+    def __post_init__(self) -> None:
+        _validate.count("max_steps", self.max_steps, 1)
+        _validate.count("warning_steps", self.warning_steps, 0)
+        if self.final_step_lockdown is not None and not isinstance(self.final_step_lockdown, bool):
+            raise TypeError(
+                "final_step_lockdown must be a bool or None, "
+                f"got {type(self.final_step_lockdown).__name__}"
+            )
+        _validate.count("max_repeat_action", self.max_repeat_action, 1)
+        _validate.count("max_cycle_length", self.max_cycle_length, 1)
+        if self.no_progress_window is not None:
+            _validate.count("no_progress_window", self.no_progress_window, 1)
+        if not isinstance(self.budgets, Budgets):
+            raise TypeError(f"budgets must be a Budgets, got {type(self.budgets).__name__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "max_steps": self.max_steps,
+            "warning_steps": self.warning_steps,
+            "final_step_lockdown": self.final_step_lockdown,
+            "max_repeat_action": self.max_repeat_action,
+            "max_cycle_length": self.max_cycle_length,
+            "no_progress_window": self.no_progress_window,
+            "budgets": self.budgets.to_dict(),
+        }
+
+
+def lockdown_from_env() -> bool:
+    """``LOOPBREAK_FINAL_STEP_LOCKDOWN`` as a bool (unset: False); ``ValueError`` if unreadable."""
+    raw = os.environ.get(LOCKDOWN_ENV, "")
+    value = raw.strip().lower()
+    if value in _ENV_TRUE:
+        return True
+    if value in _ENV_FALSE:
+        return False
+    raise ValueError(f"{LOCKDOWN_ENV} must be 1/true/yes/on or 0/false/no/off, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """How to run the next step. ``system_prompt`` is the caller's prompt with ``addendum``
+    appended (unchanged when the addendum is empty). When the decision is a stop, the step must
+    not run."""
+
+    decision: Decision
+    system_prompt: str
+    addendum: str
+    tools_enabled: bool
+
+    @property
+    def step(self) -> int:
+        return self.decision.step
+
+    @property
+    def tool_choice(self) -> Optional[str]:
+        """``"none"`` when tools are disabled; None means keep the request's own choice."""
+        return None if self.tools_enabled else "none"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision.to_dict(),
+            "system_prompt": self.system_prompt,
+            "addendum": self.addendum,
+            "tools_enabled": self.tools_enabled,
+            "tool_choice": self.tool_choice,
+        }
+
+
+class RunPolicy:
+    """The policy of one run; see the module docstring for the calls the loop makes.
+
+    ``run_id`` defaults to a random hex id. ``audit`` receives every decision (default: an
+    in-memory ``AuditLog``). ``clock`` measures wall-clock seconds (inject a fake in tests).
+    ``config.final_step_lockdown`` left at None is read from the environment here, so
+    ``self.config`` holds the values in force.
+    """
+
+    def __init__(
+        self,
+        config: Optional[PolicyConfig] = None,
+        *,
+        run_id: Optional[str] = None,
+        audit: Optional[AuditLog] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        config = config if config is not None else PolicyConfig()
+        if not isinstance(config, PolicyConfig):
+            raise TypeError(f"config must be a PolicyConfig, got {type(config).__name__}")
+        if config.final_step_lockdown is None:
+            config = replace(config, final_step_lockdown=lockdown_from_env())
+        self.config = config
+        self.run_id = _validate.text("run_id", run_id) if run_id is not None else uuid.uuid4().hex
+        self.audit = audit if audit is not None else AuditLog()
+        self._meter = BudgetMeter(config.budgets, clock)
+        self._decisions = 0
+        self._step: Optional[int] = None
+        self._step_ended = False
+        self._stop: Optional[Decision] = None
+        # Enough history to see max_repeat_action copies of the longest cycle watched.
+        self._recent_actions: deque[str] = deque(
+            maxlen=config.max_cycle_length * config.max_repeat_action
+        )
+        self._progress_seen: set[bytes] = set()
+        self._steps_without_progress = 0
+
+    @property
+    def step(self) -> Optional[int]:
+        """The current (last started) step, or None before the first."""
+        return self._step
+
+    @property
+    def stop(self) -> Optional[Decision]:
+        """The stop decision that ended the run, or None while it may go on."""
+        return self._stop
+
+    def usage(self) -> Usage:
+        return self._meter.usage()
+
+    def budget_checks(self) -> tuple[BudgetCheck, ...]:
+        """Each enforced budget with its value and limit."""
+        return self._meter.checks()
+
+    def before_step(self, system_prompt: str) -> StepPlan:
+        """Decides whether the next step may run and how: stop at the step limit or an
+        exhausted budget (other than tool calls); otherwise allow, warn (``steps_running_out``) or, on the final step,
+        warn with the nudge (``final_step``) or the lockdown (``final_step_lockdown``)."""
+        if not isinstance(system_prompt, str):
+            raise TypeError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
+        self._require_running()
+        step = 0 if self._step is None else self._step + 1
+        max_steps = self.config.max_steps
+        if step >= max_steps:
+            stop = self._decide(
+                step, DecisionKind.STOP, Reason.STEP_LIMIT, Check.STEPS, step, max_steps
+            )
+            return StepPlan(stop, system_prompt, "", tools_enabled=False)
+        # A spent tool-call budget does not stop a step: the step can still answer in text.
+        exhausted = self._meter.exhausted(ignore=(Check.TOOL_CALLS,))
+        if exhausted is not None:
+            stop = self._budget_stop(step, exhausted, key=None)
+            return StepPlan(stop, system_prompt, "", tools_enabled=False)
+
+        kind, reason, addendum, tools_enabled = self._guidance(step)
+        self._step, self._step_ended = step, False
+        self._meter.record_step()
+        decision = self._decide(step, kind, reason, Check.STEPS, step, max_steps)
+        prompt = system_prompt
+        if addendum:
+            prompt = f"{system_prompt}\n\n{addendum}" if system_prompt else addendum
+        return StepPlan(decision, prompt, addendum, tools_enabled)
+
+    def record_usage(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        """Adds one model call's token usage (also after a stop: the call was made). Budgets
+        are checked by the next ``before_step`` or ``check_tool_call``."""
+        self._meter.record_usage(model, input_tokens, output_tokens)
+
+    def check_tool_call(self, tool: str, arguments: Arguments = None) -> Decision:
+        """Decides whether a tool call the model asked for may run: stop on an exhausted budget
+        (tool calls included), or with ``loop_detected`` when the call would be copy
+        ``max_repeat_action + 1`` of one call or cycle in a row. An allowed call is counted."""
+        step = self._current_step()
+        key = action_key(tool, arguments)
+        exhausted = self._meter.exhausted()
+        if exhausted is not None:
+            return self._budget_stop(step, exhausted, key)
+        copies = cycle_copies(list(self._recent_actions), key, self.config.max_cycle_length)
+        limit = self.config.max_repeat_action
+        if copies >= limit:
+            kind, reason = DecisionKind.STOP, Reason.LOOP_DETECTED
+        else:
+            kind, reason = DecisionKind.ALLOW, Reason.WITHIN_LIMITS
+            self._recent_actions.append(key)
+            self._meter.record_tool_call()
+        return self._decide(step, kind, reason, Check.REPEATED_ACTION, copies, limit, key)
+
+    def after_step(self, progress: Iterable[str] = ()) -> Decision:
+        """Ends the current step with its progress signals (new facts, state changes, results,
+        as strings). A signal counts only the first time it is reported in the run, so passing
+        every result seen is fine; ``no_progress_window`` steps in a row without a new one stop
+        with ``no_progress``."""
+        if isinstance(progress, str):
+            raise TypeError("progress must be an iterable of str signals, not a single str")
+        signals = set()
+        for signal in progress:
+            if not isinstance(signal, str):
+                raise TypeError(f"progress signals must be str, got {type(signal).__name__}")
+            # A digest, not the signal: callers may pass whole tool results.
+            digest = hashlib.blake2b(signal.encode("utf-8", "surrogatepass"), digest_size=16)
+            signals.add(digest.digest())
+        step = self._current_step()
+        self._step_ended = True
+        new_signals = signals - self._progress_seen
+        self._progress_seen |= new_signals
+        self._steps_without_progress = 0 if new_signals else self._steps_without_progress + 1
+        window = self.config.no_progress_window
+        if window is not None and self._steps_without_progress >= window:
+            kind, reason = DecisionKind.STOP, Reason.NO_PROGRESS
+        else:
+            kind, reason = DecisionKind.ALLOW, Reason.WITHIN_LIMITS
+        return self._decide(
+            step, kind, reason, Check.PROGRESS, self._steps_without_progress, window
+        )
+
+    def _require_running(self) -> None:
+        if self._stop is not None:
+            raise RunStopped(
+                f"run {self.run_id} already stopped at step {self._stop.step} "
+                f"({self._stop.reason.value}); start a new RunPolicy for a new run"
+            )
+
+    def _current_step(self) -> int:
+        self._require_running()
+        if self._step is None:
+            raise NoStepStarted("no step started: call before_step first")
+        if self._step_ended:
+            raise NoStepStarted(
+                f"step {self._step} already ended with after_step: call before_step first"
+            )
+        return self._step
+
+    def _guidance(self, step: int) -> tuple[DecisionKind, Reason, str, bool]:
+        """Decision kind, reason, system-prompt addendum and whether tools stay on, for a step
+        below the limit."""
+        final_step = self.config.max_steps - 1
+        if step == final_step and self.config.final_step_lockdown:
+            return DecisionKind.WARN, Reason.FINAL_STEP_LOCKDOWN, LOCKDOWN_INSTRUCTION, False
+        if step == final_step:
+            return DecisionKind.WARN, Reason.FINAL_STEP, FINAL_STEP_NUDGE, True
+        steps_left = final_step - step  # steps before the final one, this one included
+        if steps_left <= self.config.warning_steps:
+            addendum = WARNING_ADDENDUM.format(
+                steps_left=steps_left,
+                steps_remain="step remains" if steps_left == 1 else "steps remain",
+            )
+            return DecisionKind.WARN, Reason.STEPS_RUNNING_OUT, addendum, True
+        return DecisionKind.ALLOW, Reason.WITHIN_LIMITS, "", True
+
+    def _budget_stop(self, step: int, exhausted: BudgetCheck, key: Optional[str]) -> Decision:
+        return self._decide(
+            step,
+            DecisionKind.STOP,
+            Reason.BUDGET_EXHAUSTED,
+            exhausted.budget,
+            exhausted.value,
+            exhausted.limit,
+            key,
+        )
+
+    def _decide(
+        self,
+        step: int,
+        kind: DecisionKind,
+        reason: Reason,
+        check: Check,
+        value: Number,
+        limit: Optional[Number],
+        key: Optional[str] = None,
+    ) -> Decision:
+        decision = Decision(
+            run_id=self.run_id,
+            seq=self._decisions,
+            step=step,
+            kind=kind,
+            reason=reason,
+            check=check,
+            value=value,
+            limit=limit,
+            action_key=key,
+            elapsed=self._meter.elapsed(),
+        )
+        self._decisions += 1
+        if decision.stopped:
+            self._stop = decision
+        self.audit.record(decision)
+        return decision

@@ -1,0 +1,175 @@
+"""The one SQLite store: every table loopbreak writes, how a database is opened, and the timestamp
+format of every row.
+
+``Database(path)`` opens (or creates) a database file and ``Database(connection)`` adopts a
+``sqlite3.Connection`` the caller already holds (the one their own tables live in); every saver in
+the package takes a ``Database``: ``save_result(db, guarded)``, ``save_receipt(db, receipt)``,
+``SqliteSink(db)``. Opening creates each table below that does not exist yet and stamps the schema
+version in ``PRAGMA user_version``; a database stamped by a newer loopbreak raises ``StoreError``.
+
+A path is opened for several processes writing at once, as worker pools do: WAL journal (readers
+never block the writer, and a commit is one append) and a busy timeout, so a writer waits for the
+lock instead of raising ``database is locked``. An adopted connection keeps the journal mode and
+timeout its owner chose: the file is theirs.
+
+Timestamps are ISO 8601 in UTC with milliseconds (``2026-12-01T09:03:40.123+00:00``), in every
+table.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import datetime, timezone
+from types import TracebackType
+from typing import Any, Mapping, Optional, Union
+
+from loopbreak.errors import StoreError
+
+SCHEMA_VERSION = 1
+"""Stamped in ``PRAGMA user_version``; raised whenever a table changes shape."""
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a writer waits for another process's transaction before SQLite gives up. Commits
+here are single small inserts (milliseconds), so ten seconds means a stuck writer, not load."""
+
+TABLES = {
+    # A model turn saved by the stream guard (loopbreak.streaming.persist).
+    "runs": """
+        CREATE TABLE IF NOT EXISTS runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            status TEXT NOT NULL,     -- ok, degenerate, cancelled, error (loopbreak.streaming.guard.Status)
+            error TEXT,               -- the stop reason; NULL when status is ok
+            text TEXT NOT NULL,       -- what to keep: trimmed, or the no-text marker
+            finding TEXT,             -- JSON of Degeneration.to_dict(); NULL without a finding
+            created_at TEXT NOT NULL
+        )""",
+    # Every decision of a run policy (loopbreak.agent.audit.SqliteSink). `check` and `limit` are
+    # SQL keywords, stored as check_name and limit_value.
+    "audit_events": """
+        CREATE TABLE IF NOT EXISTS audit_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            step INTEGER NOT NULL,
+            decision TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            check_name TEXT NOT NULL,
+            value NUMERIC,
+            limit_value NUMERIC,
+            action_key TEXT,
+            elapsed REAL NOT NULL,
+            recorded_at TEXT NOT NULL
+        )""",
+    # How a run ended (loopbreak.agent.receipt.save_receipt); the newest row of a run is current.
+    "receipts": """
+        CREATE TABLE IF NOT EXISTS receipts (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL,
+            state TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            receipt TEXT NOT NULL,    -- JSON of Receipt.to_dict()
+            created_at TEXT NOT NULL
+        )""",
+}
+
+
+def _columns(schema: str) -> set[str]:
+    """The column names of a ``CREATE TABLE`` statement of ``TABLES``: one per line."""
+    body = schema[schema.index("(") + 1 :]
+    return {line.split()[0] for line in body.splitlines() if line.strip() and line.split()[0] != ")"}
+
+
+def utc_now() -> str:
+    """The wall-clock time a row is written, as every table stores it."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def check_database(db: object) -> Database:
+    """``db`` if it is a ``Database``; the ``TypeError`` every saver raises otherwise."""
+    if not isinstance(db, Database):
+        raise TypeError(
+            f"db must be a loopbreak.store.Database, not {type(db).__name__} "
+            "(open one with Database(path) or Database(connection))"
+        )
+    return db
+
+
+class Database:
+    """A loopbreak database: a path to open, or a ``sqlite3.Connection`` to adopt.
+
+    Use it as a context manager or call ``close()``; only a connection opened here is closed.
+    One ``Database`` belongs to one thread, as its connection does.
+    """
+
+    def __init__(self, target: Union[str, os.PathLike[str], sqlite3.Connection]) -> None:
+        if isinstance(target, sqlite3.Connection):
+            self.connection, self._owned = target, False
+        elif isinstance(target, (str, os.PathLike)):
+            self.connection, self._owned = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000), True
+            self.connection.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the
+            # last commits), and saves an fsync per commit.
+            self.connection.execute("PRAGMA synchronous=NORMAL")
+        else:
+            raise TypeError(
+                f"a database is a path or a sqlite3.Connection, not {type(target).__name__}"
+            )
+        try:
+            self._create_tables()
+        except BaseException:
+            self.close()
+            raise
+
+    def _create_tables(self) -> None:
+        connection = self.connection
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database has schema version {version}, newer than this loopbreak's "
+                f"({SCHEMA_VERSION}): upgrade loopbreak to write to it"
+            )
+        with connection:
+            for schema in TABLES.values():
+                connection.execute(schema)
+            if version < SCHEMA_VERSION:
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        # An adopted database may hold a table of the caller's under one of these names: writing
+        # loopbreak's rows into it would fail later, or worse, not fail.
+        for table, schema in TABLES.items():
+            have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+            missing = _columns(schema) - have
+            if missing:
+                raise StoreError(
+                    f"the database has a table {table!r} that is not loopbreak's "
+                    f"(it lacks {', '.join(sorted(missing))}): use another database file"
+                )
+
+    def insert(self, table: str, row: Mapping[str, Any]) -> int:
+        """Inserts ``row`` (column name -> value) into ``table`` and commits; returns its id."""
+        if table not in TABLES:
+            raise ValueError(f"no table {table!r} in the loopbreak store")
+        columns = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.connection:
+            cursor = self.connection.execute(
+                f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values())
+            )
+        assert cursor.lastrowid is not None  # always set after an INSERT
+        return cursor.lastrowid
+
+    def close(self) -> None:
+        """Closes the connection if it was opened here."""
+        if self._owned:
+            self.connection.close()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.close()

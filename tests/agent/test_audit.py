@@ -1,0 +1,209 @@
+"""The audit log: every decision, in order, in memory and in each sink; stops never dropped."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loopbreak.store import TABLES, Database
+from support.fakes import FakeClock
+from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
+from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
+from loopbreak.agent.policy import PolicyConfig, RunPolicy
+
+
+def scripted_run(audit: AuditLog, run_id: str = "run-a") -> list[Decision]:
+    """A short run that allows, warns and stops: the decisions in the order they were made."""
+    policy = RunPolicy(
+        PolicyConfig(max_steps=4, warning_steps=1, final_step_lockdown=False),
+        run_id=run_id,
+        audit=audit,
+        clock=FakeClock(tick=0.5),
+    )
+    made: list[Decision] = []
+    for path in ["a.py", "b.py", "c.py", "d.py"]:
+        made.append(policy.before_step("prompt").decision)
+        made.append(policy.check_tool_call("read_file", {"path": path}))
+        made.append(policy.after_step([f"read {path}"]))
+    made.append(policy.before_step("prompt").decision)  # step 4: the step limit
+    return made
+
+
+def test_every_decision_is_an_event_in_order() -> None:
+    audit = AuditLog()
+    made = scripted_run(audit)
+    assert list(audit.events) == made
+    assert [event.seq for event in audit.events] == list(range(13))
+    assert [(event.step, event.check, event.kind) for event in audit.events] == [
+        (0, Check.STEPS, DecisionKind.ALLOW),
+        (0, Check.REPEATED_ACTION, DecisionKind.ALLOW),
+        (0, Check.PROGRESS, DecisionKind.ALLOW),
+        (1, Check.STEPS, DecisionKind.ALLOW),
+        (1, Check.REPEATED_ACTION, DecisionKind.ALLOW),
+        (1, Check.PROGRESS, DecisionKind.ALLOW),
+        (2, Check.STEPS, DecisionKind.WARN),
+        (2, Check.REPEATED_ACTION, DecisionKind.ALLOW),
+        (2, Check.PROGRESS, DecisionKind.ALLOW),
+        (3, Check.STEPS, DecisionKind.WARN),
+        (3, Check.REPEATED_ACTION, DecisionKind.ALLOW),
+        (3, Check.PROGRESS, DecisionKind.ALLOW),
+        (4, Check.STEPS, DecisionKind.STOP),
+    ]
+    assert [event.reason for event in audit.events if event.kind is not DecisionKind.ALLOW] == [
+        Reason.STEPS_RUNNING_OUT,
+        Reason.FINAL_STEP,
+        Reason.STEP_LIMIT,
+    ]
+    elapsed = [event.elapsed for event in audit.events]
+    assert elapsed == sorted(elapsed) and len(set(elapsed)) == len(elapsed)
+
+
+def test_the_json_lines_file_holds_every_event_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    audit = AuditLog([JsonLinesSink(path)])
+    made = scripted_run(audit)
+    audit.close()
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [{k: v for k, v in line.items() if k != "recorded_at"} for line in lines] == [
+        decision.to_dict() for decision in made
+    ]
+    assert all(line["recorded_at"].endswith("+00:00") for line in lines)
+    assert lines[-1]["decision"] == "stop" and lines[-1]["reason"] == "step_limit"
+
+
+def test_the_json_lines_file_appends_across_runs(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    for run_id in ["first", "second"]:
+        audit = AuditLog([JsonLinesSink(path)])
+        scripted_run(audit, run_id)
+        audit.close()
+    runs = [json.loads(line)["run_id"] for line in path.read_text(encoding="utf-8").splitlines()]
+    assert runs == ["first"] * 13 + ["second"] * 13
+
+
+def test_stops_are_fsynced_and_other_events_only_flushed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    sink = JsonLinesSink(tmp_path / "audit.jsonl")
+    audit = AuditLog([sink])
+    policy = RunPolicy(PolicyConfig(max_steps=1), audit=audit)
+    policy.before_step("")
+    assert synced == []
+    # Flushed already: another reader sees the line before the sink is closed.
+    assert len((tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()) == 1
+    policy.before_step("")
+    assert len(synced) == 1
+    audit.close()
+
+
+def rows(connection: sqlite3.Connection) -> list[dict[str, Any]]:
+    connection.row_factory = sqlite3.Row
+    found = connection.execute("SELECT * FROM audit_events ORDER BY id").fetchall()
+    return [dict(row) for row in found]
+
+
+def test_the_sqlite_table_holds_every_event_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "loopbreak.db"
+    with Database(path) as db:
+        audit = AuditLog([SqliteSink(db)])
+        made = scripted_run(audit)
+        audit.close()
+    with sqlite3.connect(path) as connection:
+        stored = rows(connection)
+    assert len(stored) == len(made)
+    for row, decision in zip(stored, made):
+        expected = decision.to_dict()
+        expected["check_name"] = expected.pop("check")
+        expected["limit_value"] = expected.pop("limit")
+        assert {key: row[key] for key in expected} == expected
+        assert row["recorded_at"]
+
+
+def test_the_sqlite_sink_shares_the_callers_database(tmp_path: Path) -> None:
+    connection = sqlite3.connect(tmp_path / "app.db")
+    connection.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, text TEXT)")
+    connection.execute("INSERT INTO messages (text) VALUES ('kept')")
+    connection.commit()
+    db = Database(connection)
+    audit = AuditLog([SqliteSink(db)])
+    scripted_run(audit)
+    audit.close()
+    db.close()  # must not close the caller's connection
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    assert {table for table in tables if not table.startswith("sqlite_")} == {
+        "messages",
+        *TABLES,
+    }
+    assert connection.execute("SELECT text FROM messages").fetchall() == [("kept",)]
+    assert len(rows(connection)) == 13
+    connection.close()
+
+
+def test_the_logging_sink_logs_stops_at_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="loopbreak.agent.audit")
+    made = scripted_run(AuditLog([LoggingSink()]))
+    records = [record for record in caplog.records if record.name == "loopbreak.agent.audit"]
+    assert [getattr(record, "loopbreak") for record in records] == [d.to_dict() for d in made]
+    levels = {DecisionKind.ALLOW: logging.DEBUG, DecisionKind.WARN: logging.INFO}
+    levels[DecisionKind.STOP] = logging.WARNING
+    assert [record.levelno for record in records] == [levels[d.kind] for d in made]
+    assert records[-1].getMessage() == "run run-a step 4: stop (step_limit: steps 4 / 4)"
+    assert "action read_file" in records[1].getMessage()
+
+
+def test_the_logging_sink_takes_the_callers_logger(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("myapp.agent")
+    scripted_run(AuditLog([LoggingSink(logger)]))
+    assert [record.name for record in caplog.records] == ["myapp.agent"]  # the stop, at WARNING
+
+
+class BrokenSink:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def write(self, decision: Decision) -> None:
+        raise OSError("disk full")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_failing_sink_neither_hides_the_stop_nor_fails_silently(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    broken = BrokenSink()
+    audit = AuditLog([broken, JsonLinesSink(path)])
+    policy = RunPolicy(PolicyConfig(max_steps=1), audit=audit)
+    with pytest.raises(OSError, match="disk full"):
+        policy.before_step("")
+    with pytest.raises(OSError, match="disk full"):
+        policy.before_step("")  # the step limit
+    stop = audit.events[-1]
+    assert stop.stopped and policy.stop == stop
+    audit.close()
+    assert broken.closed
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert lines[-1]["decision"] == "stop"
+    assert len(lines) == 2
+
+
+def test_one_log_for_many_runs_numbers_each_run_from_zero() -> None:
+    audit = AuditLog()
+    scripted_run(audit, "first")
+    scripted_run(audit, "second")
+    assert [(e.run_id, e.seq) for e in audit.events if e.seq == 0] == [("first", 0), ("second", 0)]
+    assert len(audit.events) == 26
+
+
+def test_bad_arguments_are_refused() -> None:
+    with pytest.raises(TypeError, match="decision must be a Decision, got dict"):
+        AuditLog().record({"decision": "stop"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="db must be a loopbreak.store.Database, not int"):
+        SqliteSink(3)  # type: ignore[arg-type]

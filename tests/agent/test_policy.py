@@ -1,0 +1,418 @@
+"""The run policy: step warnings and the final step, repeated actions and cycles, progress."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from support.fakes import FakeClock
+from loopbreak.agent.actions import Arguments, action_key
+from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
+from loopbreak.agent.policy import (
+    FINAL_STEP_NUDGE,
+    LOCKDOWN_ENV,
+    LOCKDOWN_INSTRUCTION,
+    PolicyConfig,
+    RunPolicy,
+    StepPlan,
+)
+
+MAX = 50
+PROMPT = "You are a careful coding agent. Answer in English."
+
+
+def new_policy(**config: Any) -> RunPolicy:
+    return RunPolicy(PolicyConfig(**config), run_id="run-1", clock=FakeClock(1000.0))
+
+
+def all_plans(policy: RunPolicy) -> list[StepPlan]:
+    return [policy.before_step(PROMPT) for _ in range(policy.config.max_steps)]
+
+
+# Steps: 0-43 unchanged, 44-48 warn with N = 5..1, 49 nudge or lockdown, 50 stops.
+
+
+def test_steps_0_to_43_leave_the_prompt_and_tools_unchanged() -> None:
+    plans = all_plans(new_policy(max_steps=MAX))
+    for step, plan in enumerate(plans[:44]):
+        assert plan.step == step
+        assert plan.decision.kind is DecisionKind.ALLOW
+        assert plan.decision.reason is Reason.WITHIN_LIMITS
+        assert plan.system_prompt == PROMPT
+        assert plan.addendum == ""
+        assert plan.tools_enabled and plan.tool_choice is None
+
+
+def test_steps_44_to_48_warn_with_n_counting_down() -> None:
+    plans = all_plans(new_policy(max_steps=MAX))
+    for step, expected_n in zip(range(44, 49), (5, 4, 3, 2, 1)):
+        plan = plans[step]
+        assert plan.decision.kind is DecisionKind.WARN
+        assert plan.decision.reason is Reason.STEPS_RUNNING_OUT
+        noun = "step remains" if expected_n == 1 else "steps remain"
+        assert plan.addendum.startswith(f"Only {expected_n} tool-use {noun} in this turn.")
+        assert "Stop exploring and start acting now" in plan.addendum
+        assert "Leave room to finish with a final text answer." in plan.addendum
+        # Appended to the caller's prompt, never replacing it.
+        assert plan.system_prompt == f"{PROMPT}\n\n{plan.addendum}"
+        assert plan.tools_enabled and plan.tool_choice is None
+
+
+def test_step_49_keeps_tools_and_nudges_by_default() -> None:
+    policy = new_policy(max_steps=MAX)
+    final = all_plans(policy)[49]
+    assert policy.config.final_step_lockdown is False
+    assert final.decision.kind is DecisionKind.WARN
+    assert final.decision.reason is Reason.FINAL_STEP
+    assert final.addendum == FINAL_STEP_NUDGE
+    assert final.addendum.startswith("This is the LAST step of this turn.")
+    assert "You may still call tools" in final.addendum
+    assert final.system_prompt == f"{PROMPT}\n\n{FINAL_STEP_NUDGE}"
+    assert final.tools_enabled and final.tool_choice is None
+
+
+def assert_locked_down(plans: list[StepPlan]) -> None:
+    final = plans[49]
+    assert final.decision.kind is DecisionKind.WARN
+    assert final.decision.reason is Reason.FINAL_STEP_LOCKDOWN
+    assert final.addendum == LOCKDOWN_INSTRUCTION
+    assert final.system_prompt == f"{PROMPT}\n\n{LOCKDOWN_INSTRUCTION}"
+    assert not final.tools_enabled
+    assert final.tool_choice == "none"
+    # Only the final step changes: every earlier step still has its tools.
+    assert all(plan.tools_enabled for plan in plans[:49])
+
+
+def test_step_49_locks_down_with_the_argument() -> None:
+    assert_locked_down(all_plans(new_policy(max_steps=MAX, final_step_lockdown=True)))
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
+def test_step_49_locks_down_with_the_env_var(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(LOCKDOWN_ENV, value)
+    policy = new_policy(max_steps=MAX)
+    assert policy.config.final_step_lockdown is True  # the value in force, for receipts
+    assert_locked_down(all_plans(policy))
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "No", "off"])
+def test_env_var_off_values_keep_the_nudge(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(LOCKDOWN_ENV, value)
+    assert all_plans(new_policy(max_steps=MAX))[49].decision.reason is Reason.FINAL_STEP
+
+
+def test_the_argument_overrides_the_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LOCKDOWN_ENV, "1")
+    plans = all_plans(new_policy(max_steps=MAX, final_step_lockdown=False))
+    assert plans[49].decision.reason is Reason.FINAL_STEP
+    assert plans[49].tools_enabled
+
+
+def test_an_unreadable_env_var_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LOCKDOWN_ENV, "maybe")
+    with pytest.raises(ValueError, match=f"{LOCKDOWN_ENV}.*'maybe'"):
+        new_policy()
+
+
+def test_step_50_stops_with_step_limit_and_the_run_is_over() -> None:
+    policy = new_policy(max_steps=MAX)
+    all_plans(policy)
+    plan = policy.before_step(PROMPT)
+    assert plan.decision.stopped
+    assert plan.decision.reason is Reason.STEP_LIMIT
+    assert (plan.decision.check, plan.decision.value, plan.decision.limit) == (Check.STEPS, 50, 50)
+    assert plan.step == 50
+    assert not plan.tools_enabled
+    assert policy.stop == plan.decision
+    assert policy.step == 49  # step 50 never started
+    with pytest.raises(RuntimeError, match="already stopped at step 50 \\(step_limit\\)"):
+        policy.before_step(PROMPT)
+
+
+@pytest.mark.parametrize("max_steps", [1, 2, 6, 7, 20, 120])
+def test_every_boundary_follows_max_steps(max_steps: int) -> None:
+    plans = all_plans(new_policy(max_steps=max_steps))
+    final = max_steps - 1
+    first_warning = max(0, final - 5)
+    reasons = [plan.decision.reason for plan in plans]
+    assert reasons == (
+        [Reason.WITHIN_LIMITS] * first_warning
+        + [Reason.STEPS_RUNNING_OUT] * (final - first_warning)
+        + [Reason.FINAL_STEP]
+    )
+    counts = [plan.addendum.split()[1] for plan in plans[first_warning:final]]
+    assert counts == [str(n) for n in range(final - first_warning, 0, -1)]
+
+
+def test_warning_steps_sets_how_many_steps_warn() -> None:
+    plans = all_plans(new_policy(max_steps=10, warning_steps=2))
+    assert [plan.decision.kind for plan in plans] == [DecisionKind.ALLOW] * 7 + [
+        DecisionKind.WARN
+    ] * 3
+    assert plans[7].addendum.startswith("Only 2 tool-use steps remain")
+
+
+def test_an_empty_caller_prompt_gets_just_the_addendum() -> None:
+    policy = new_policy(max_steps=1)
+    assert policy.before_step("").system_prompt == FINAL_STEP_NUDGE
+
+
+# Repeated actions.
+
+
+def test_key_ignores_key_order_whitespace_and_number_formatting() -> None:
+    variants: list[Arguments] = [
+        {"path": "src/app.py", "limit": 10, "opts": {"a": 1.5, "b": [1, 2]}},
+        '{"opts": {"b": [1.0, 2e0], "a": 1.50}, "limit": 10.0, "path": "src/app.py"}',
+        '{ "limit" : 1e1 ,\n  "path":"  src/app.py ", "opts":{"a":15e-1,"b":[1,2]} }',
+    ]
+    keys = {action_key("read_file", variant) for variant in variants}
+    assert len(keys) == 1
+    assert keys.pop() == 'read_file({"limit":10,"opts":{"a":1.5,"b":[1,2]},"path":"src/app.py"})'
+
+
+def test_key_collapses_whitespace_inside_strings_and_in_non_json_arguments() -> None:
+    assert action_key("search", {"q": "loop  break\n docs"}) == action_key(
+        "search", {"q": "loop break docs"}
+    )
+    assert action_key("shell", "ls   -la  /tmp") == action_key("shell", " ls -la /tmp")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ({"limit": 10}, {"limit": "10"}),  # a string is not a number
+        ({"flag": True}, {"flag": 1}),  # a bool is not a number
+        ({"ids": [1, 2]}, {"ids": [2, 1]}),  # list order is meaning
+        ({"path": "a.txt"}, {"path": "b.txt"}),
+        ({"x": 0.1}, {"x": 0.10000001}),
+    ],
+)
+def test_key_tells_different_arguments_apart(first: Any, second: Any) -> None:
+    assert action_key("tool", first) != action_key("tool", second)
+
+
+def test_no_arguments_are_one_key() -> None:
+    assert action_key("list_dir") == action_key("list_dir", "") == action_key("list_dir", "{}")
+    assert action_key("list_dir", {}) == action_key(" list_dir ", None)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "error", "message"),
+    [
+        ("", None, ValueError, "tool must not be empty"),
+        (3, None, TypeError, "tool must be a str"),
+        ("t", ["a"], TypeError, "arguments must be a mapping"),
+        ("t", {"a": {1, 2}}, TypeError, r"arguments\['a'\] must hold JSON values, got set"),
+        ("t", {1: "a"}, TypeError, "keys must be str"),
+    ],
+)
+def test_key_rejects_bad_input(tool: Any, arguments: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        action_key(tool, arguments)
+
+
+def call_in_new_step(policy: RunPolicy, tool: str, arguments: Any = None) -> Decision:
+    policy.before_step(PROMPT)
+    return policy.check_tool_call(tool, arguments)
+
+
+def test_fourth_identical_call_stops_with_loop_detected() -> None:
+    policy = new_policy()
+    variants = [
+        {"path": "a.py", "start": 1},
+        '{"start": 1.0, "path": "a.py"}',
+        '{ "path" : "a.py" , "start" : 1e0 }',
+        {"start": 1, "path": " a.py"},
+    ]
+    decisions = [call_in_new_step(policy, "read_file", variant) for variant in variants]
+    assert [d.kind for d in decisions] == [DecisionKind.ALLOW] * 3 + [DecisionKind.STOP]
+    assert [d.value for d in decisions] == [0, 1, 2, 3]
+    stop = decisions[-1]
+    assert stop.reason is Reason.LOOP_DETECTED
+    assert (stop.check, stop.limit) == (Check.REPEATED_ACTION, 3)
+    assert stop.action_key == 'read_file({"path":"a.py","start":1})'
+    assert policy.stop == stop
+    assert policy.usage().tool_calls == 3  # the stopped call is not counted as made
+    with pytest.raises(RuntimeError, match="loop_detected"):
+        policy.check_tool_call("read_file", {"path": "b.py"})
+
+
+def test_identical_calls_count_only_back_to_back() -> None:
+    policy = new_policy()
+    calls = ["a", "a", "a", "b", "a", "a", "a"]
+    decisions = [call_in_new_step(policy, "read_file", {"path": path}) for path in calls]
+    assert all(d.kind is DecisionKind.ALLOW for d in decisions)
+    assert call_in_new_step(policy, "read_file", {"path": "a"}).reason is Reason.LOOP_DETECTED
+
+
+@pytest.mark.parametrize("cycle", [["A", "B"], ["A", "B", "C"], ["A", "B", "C", "D"]])
+def test_a_cycle_repeated_max_repeat_action_times_stops(cycle: list[str]) -> None:
+    policy = new_policy()
+    for _ in range(3):
+        for name in cycle:
+            assert call_in_new_step(policy, name).kind is DecisionKind.ALLOW
+    stop = call_in_new_step(policy, cycle[0])
+    assert stop.reason is Reason.LOOP_DETECTED
+    assert (stop.value, stop.limit) == (3, 3)
+    assert stop.action_key == f"{cycle[0]}({{}})"
+
+
+def test_a_cycle_longer_than_max_cycle_length_is_not_watched() -> None:
+    policy = new_policy(max_cycle_length=2)
+    for _ in range(4):
+        for name in ["A", "B", "C"]:
+            assert call_in_new_step(policy, name).kind is DecisionKind.ALLOW
+
+
+def test_a_broken_cycle_starts_counting_again() -> None:
+    policy = new_policy()
+    for name in ["A", "B", "A", "B", "C", "A", "B", "A", "B"]:
+        assert call_in_new_step(policy, name).kind is DecisionKind.ALLOW
+    assert call_in_new_step(policy, "A").value == 2
+
+
+def test_same_tool_with_different_arguments_never_stops() -> None:
+    policy = new_policy()
+    for index in range(40):
+        decision = call_in_new_step(policy, "read_file", {"path": f"src/module_{index}.py"})
+        assert decision.kind is DecisionKind.ALLOW
+        assert decision.value == 0
+    assert policy.stop is None
+
+
+def test_several_calls_in_one_step_count_in_order() -> None:
+    policy = new_policy(max_repeat_action=1)
+    policy.before_step(PROMPT)
+    assert policy.check_tool_call("grep", {"q": "x"}).kind is DecisionKind.ALLOW
+    assert policy.check_tool_call("grep", {"q": "y"}).kind is DecisionKind.ALLOW
+    assert policy.check_tool_call("grep", {"q": "y"}).reason is Reason.LOOP_DETECTED
+
+
+# Progress.
+
+
+def step_with_progress(policy: RunPolicy, progress: list[str]) -> Decision:
+    policy.before_step(PROMPT)
+    return policy.after_step(progress)
+
+
+def test_a_window_of_steps_without_new_signals_stops_with_no_progress() -> None:
+    policy = new_policy()
+    assert step_with_progress(policy, ["found: config in settings.py"]).value == 0
+    decisions = [step_with_progress(policy, []) for _ in range(4)]
+    assert [d.kind for d in decisions] == [DecisionKind.ALLOW] * 3 + [DecisionKind.STOP]
+    assert [d.value for d in decisions] == [1, 2, 3, 4]
+    stop = decisions[-1]
+    assert stop.reason is Reason.NO_PROGRESS
+    assert (stop.check, stop.limit, stop.step) == (Check.PROGRESS, 4, 4)
+
+
+def test_a_signal_seen_before_is_no_progress() -> None:
+    policy = new_policy(no_progress_window=2)
+    step_with_progress(policy, ["result:abc"])
+    assert step_with_progress(policy, ["result:abc"]).value == 1
+    assert step_with_progress(policy, ["result:abc"]).reason is Reason.NO_PROGRESS
+
+
+def test_a_new_signal_resets_the_window() -> None:
+    policy = new_policy(no_progress_window=2)
+    for index in range(10):
+        assert step_with_progress(policy, []).kind is DecisionKind.ALLOW
+        assert step_with_progress(policy, [f"fact {index}"]).value == 0
+
+
+def test_no_progress_window_none_turns_the_check_off() -> None:
+    policy = new_policy(no_progress_window=None)
+    for _ in range(20):
+        decision = step_with_progress(policy, [])
+        assert decision.kind is DecisionKind.ALLOW and decision.limit is None
+
+
+def test_progress_must_be_str_signals() -> None:
+    policy = new_policy()
+    policy.before_step(PROMPT)
+    with pytest.raises(TypeError, match="not a single str"):
+        policy.after_step("new fact")
+    with pytest.raises(TypeError, match="progress signals must be str, got int"):
+        policy.after_step([1])  # type: ignore[list-item]
+
+
+# Misuse and bad configuration.
+
+
+def test_calls_outside_a_step_are_errors() -> None:
+    policy = new_policy()
+    with pytest.raises(RuntimeError, match="call before_step first"):
+        policy.check_tool_call("t")
+    policy.before_step(PROMPT)
+    policy.after_step([])
+    with pytest.raises(RuntimeError, match="step 0 already ended"):
+        policy.after_step([])
+    with pytest.raises(RuntimeError, match="step 0 already ended"):
+        policy.check_tool_call("t")
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "message"),
+    [
+        ({"max_steps": 0}, ValueError, "max_steps must be >= 1, got 0"),
+        ({"max_steps": True}, TypeError, "max_steps must be an int, got bool"),
+        ({"max_steps": "50"}, TypeError, "max_steps must be an int, got str"),
+        ({"warning_steps": -1}, ValueError, "warning_steps must be >= 0"),
+        ({"final_step_lockdown": "yes"}, TypeError, "final_step_lockdown must be a bool or None"),
+        ({"max_repeat_action": 0}, ValueError, "max_repeat_action must be >= 1"),
+        ({"max_cycle_length": 0}, ValueError, "max_cycle_length must be >= 1"),
+        ({"no_progress_window": 0}, ValueError, "no_progress_window must be >= 1"),
+        ({"budgets": {}}, TypeError, "budgets must be a Budgets, got dict"),
+    ],
+)
+def test_bad_config_values_are_refused(config: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        PolicyConfig(**config)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"config": {"max_steps": 3}}, TypeError, "config must be a PolicyConfig"),
+        ({"run_id": ""}, ValueError, "run_id must not be empty"),
+    ],
+)
+def test_bad_policy_arguments_are_refused(kwargs: Any, error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
+        RunPolicy(**kwargs)
+
+
+def test_system_prompt_must_be_a_str() -> None:
+    with pytest.raises(TypeError, match="system_prompt must be a str, got NoneType"):
+        new_policy().before_step(None)  # type: ignore[arg-type]
+
+
+def test_decisions_are_numbered_and_serialize_to_json() -> None:
+    clock = FakeClock(1000.0)
+    policy = RunPolicy(PolicyConfig(), run_id="run-7", clock=clock)
+    plan = policy.before_step(PROMPT)
+    clock.now += 2.5
+    call = policy.check_tool_call("read_file", {"path": "a"})
+    assert (plan.decision.seq, call.seq) == (0, 1)
+    assert json.loads(json.dumps(call.to_dict())) == {
+        "run_id": "run-7",
+        "seq": 1,
+        "step": 0,
+        "decision": "allow",
+        "reason": "within_limits",
+        "check": "repeated_action",
+        "value": 0,
+        "limit": 3,
+        "action_key": 'read_file({"path":"a"})',
+        "elapsed": 2.5,
+    }
+    assert plan.to_dict()["tool_choice"] is None
+
+
+def test_default_run_ids_are_unique() -> None:
+    ids = {RunPolicy().run_id for _ in range(20)}
+    assert len(ids) == 20

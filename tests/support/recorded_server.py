@@ -1,0 +1,177 @@
+"""A small OpenAI-compatible server that streams recorded model outputs, for tests over HTTP.
+
+``POST /v1/chat/completions`` and ``POST /v1/responses`` stream a recording chosen by the
+request's ``model``: ``"content:<id>"`` streams it as answer text, ``"tool:<id>"`` as the
+arguments of a ``write_file`` tool call (a JSON object whose ``content`` is the recording).
+Deltas are token-sized and spaced by ``TOKEN_INTERVAL`` like a live model; every stream is
+logged, so a test can see whether the server sent everything or saw the client disconnect.
+The server runs in a thread on a free localhost port (``serve``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Callable, Iterator, Optional
+
+import uvicorn
+from support.recorded import RECORDED
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from loopbreak.streaming.demo import token_deltas
+
+TOKEN_INTERVAL = 0.002
+"""Seconds between deltas: a recording of 1500 tokens takes 3 s or more to send, far longer
+than a client needs to read the first few hundred, so a client that stops early always
+disconnects mid-stream."""
+
+
+@dataclass
+class StreamLog:
+    """What the server did for one streamed request."""
+
+    model: str
+    total: int
+    sent: int = 0
+    completed: bool = False
+    ended: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def disconnected_early(self) -> bool:
+        return self.ended.is_set() and not self.completed
+
+
+@dataclass
+class Recordings:
+    """The server's log, shared with the test thread."""
+
+    streams: list[StreamLog] = field(default_factory=list)
+
+    def last(self, model: str) -> StreamLog:
+        return [log for log in self.streams if log.model == model][-1]
+
+
+def tool_arguments(recording_id: str) -> str:
+    return json.dumps({"path": "notes.md", "content": RECORDED[recording_id].text})
+
+
+def _deltas(model: str) -> tuple[str, list[str]]:
+    kind, _, recording_id = model.partition(":")
+    if kind == "content":
+        return kind, token_deltas(RECORDED[recording_id].text)
+    if kind == "tool":
+        return kind, token_deltas(tool_arguments(recording_id))
+    raise ValueError(f"unknown model {model!r}")
+
+
+def _sse(data: dict[str, Any]) -> str:
+    return f"data: {json.dumps(data)}\n\n"
+
+
+def _named_sse(data: dict[str, Any]) -> str:
+    """A Responses API event: named by its type, as OpenAI sends them."""
+    return f"event: {data['type']}\n{_sse(data)}"
+
+
+def _chat_chunk(model: str, delta: dict[str, Any], finish_reason: Optional[str] = None) -> str:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+    return _sse(
+        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [choice]}
+    )
+
+
+def _chat_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
+    yield _chat_chunk(model, {"role": "assistant", "content": ""})
+    if kind == "tool":
+        call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+        yield _chat_chunk(model, {"tool_calls": [call]})
+    for delta in deltas:
+        if kind == "content":
+            yield _chat_chunk(model, {"content": delta})
+        else:
+            yield _chat_chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": delta}}]})
+    yield _chat_chunk(model, {}, "tool_calls" if kind == "tool" else "stop")
+    yield "data: [DONE]\n\n"
+
+
+def _response_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
+    number = iter(range(1_000_000))
+    response = {"id": "resp_1", "object": "response", "created_at": 0, "model": model, "output": []}
+    yield _named_sse({"type": "response.created", "sequence_number": next(number), "response": response})
+    if kind == "content":
+        item: dict[str, Any] = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+    else:
+        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write_file", "arguments": ""}
+    added = {"type": "response.output_item.added", "sequence_number": next(number), "output_index": 0, "item": item}
+    yield _named_sse(added)
+    for delta in deltas:
+        if kind == "content":
+            event = {"type": "response.output_text.delta", "item_id": "msg_1", "content_index": 0, "logprobs": []}
+        else:
+            event = {"type": "response.function_call_arguments.delta", "item_id": "fc_1"}
+        event.update(sequence_number=next(number), output_index=0, delta=delta)
+        yield _named_sse(event)
+    done = {"type": "response.completed", "sequence_number": next(number), "response": response}
+    yield _named_sse(done)
+
+
+def _streaming_endpoint(
+    recordings: Recordings, events: Callable[[str, str, list[str]], Iterator[str]]
+) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        model = (await request.json())["model"]
+        kind, deltas = _deltas(model)
+        log = StreamLog(model, total=len(deltas))
+        recordings.streams.append(log)
+
+        async def stream() -> AsyncIterator[str]:
+            try:
+                for index, event in enumerate(events(model, kind, deltas)):
+                    if index:
+                        await asyncio.sleep(TOKEN_INTERVAL)
+                    yield event
+                    log.sent += 1
+                # No await since the last send: a client closing after [DONE] cannot cancel this.
+                log.completed = True
+            finally:
+                # Runs when the stream ends or when the server sees the client disconnect.
+                log.ended.set()
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    return endpoint
+
+
+def routes(recordings: Recordings) -> list[BaseRoute]:
+    return [
+        Route("/v1/chat/completions", _streaming_endpoint(recordings, _chat_events), methods=["POST"]),
+        Route("/v1/responses", _streaming_endpoint(recordings, _response_events), methods=["POST"]),
+    ]
+
+
+def serve(app: Starlette) -> Iterator[str]:
+    """Runs ``app`` on a free localhost port in a thread; yields its base URL, then stops it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
