@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: demo install test test-rust test-python typecheck bench e2e fuzz fuzz-corpus
+.PHONY: demo install test lint lint-python lint-rust typecheck stubs test-rust test-python bench e2e fuzz fuzz-corpus
 
 # Quick start: install from source, then replay a real loop through the stream guard.
 demo:
@@ -13,8 +13,22 @@ demo:
 install:
 	$(PIP) install -q -e '.[test]'
 
-# Everything: the core, the Python suite, the types, then a real model end to end.
+# Everything: the style and type gates, the core, the Python suite, then a real model end to end.
 test: install test-rust test-python typecheck e2e
+
+# The gates, each runnable alone: style (ruff, rustfmt, clippy), types (mypy --strict) and the
+# hand-written stubs against the built module (stubtest).
+lint: lint-python lint-rust typecheck stubs
+
+lint-python:
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+
+lint-rust:
+	cargo fmt --all --check
+	cargo fmt --all --check --manifest-path fuzz/Cargo.toml
+	cargo clippy --release --all-targets -- -D warnings
+	cargo clippy --release --all-targets --features python -- -D warnings
 
 # The criterion benches run once each (`--test`), so they cannot rot.
 test-rust:
@@ -27,6 +41,11 @@ test-python:
 
 typecheck:
 	$(PYTHON) -m mypy
+
+# stubtest compares python/loopbreak/_core.pyi with the built extension; the allowlist names
+# the differences stubtest cannot judge, each with its reason.
+stubs:
+	$(PYTHON) -m mypy.stubtest loopbreak._core --allowlist .ci/stubtest-allowlist.txt
 
 # Benchmarks: criterion for the core, pytest-benchmark and the side-by-side comparison.
 bench: install
