@@ -17,8 +17,8 @@ saves it to SQLite; ``loopbreak.integrations`` adapts OpenAI SDK streams and Sta
 
 Around an agent loop (``loopbreak.policy``, ``budget``, ``audit``, ``receipt``): a ``RunPolicy``
 decides before each step and tool call (step warnings, final-step nudge or lockdown, repeated
-actions, progress, ``Budgets``), records every ``Decision`` in an ``AuditLog``, and
-``RunEvidence`` turns what the loop saw into a stop ``Receipt``.
+actions, progress, ``Budgets``, the ``KillSwitch``), records every ``Decision`` in an
+``AuditLog``, and ``RunEvidence`` turns what the loop saw into a stop ``Receipt``.
 """
 
 from loopbreak._core import (
@@ -36,6 +36,7 @@ from loopbreak._core import (
     trim,
 )
 from loopbreak.actions import action_key
+from loopbreak.agent.kill_switch import KillSwitch
 from loopbreak.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
 from loopbreak.batch import scan_columns, scan_many
 from loopbreak.budget import Budgets, ModelPrice
@@ -63,6 +64,7 @@ __all__ = [
     "guard",
     "Guarded",
     "JsonLinesSink",
+    "KillSwitch",
     "LoggingSink",
     "LoopbreakError",
     "ModelPrice",

@@ -73,6 +73,7 @@ class SqliteSink:
                 limit_value NUMERIC,
                 action_key TEXT,
                 elapsed REAL NOT NULL,
+                message TEXT,
                 recorded_at TEXT NOT NULL
             )"""
         )
@@ -82,8 +83,8 @@ class SqliteSink:
         event = decision.to_dict()
         self._connection.execute(
             """INSERT INTO audit_events (run_id, seq, step, decision, reason, check_name, value,
-                limit_value, action_key, elapsed, recorded_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                limit_value, action_key, elapsed, message, recorded_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 event["run_id"],
                 event["seq"],
@@ -95,6 +96,7 @@ class SqliteSink:
                 event["limit"],
                 event["action_key"],
                 event["elapsed"],
+                event["message"],
                 utc_now(),
             ),
         )

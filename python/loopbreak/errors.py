@@ -1,4 +1,12 @@
-"""The package's errors: every error loopbreak raises on purpose is a ``LoopbreakError``."""
+"""The package's errors: every error loopbreak raises on purpose is a ``LoopbreakError``.
+
+- ``DegenerationDetected``: a stream guard stopped a looping stream.
+- ``RunStopped`` (also a ``RuntimeError``): a ``RunPolicy`` was asked to go on after it stopped.
+- ``StepNotStarted`` (also a ``RuntimeError``): a ``RunPolicy`` check that belongs to a step was
+  called with no step in progress.
+
+Bad arguments raise ``TypeError`` or ``ValueError`` instead.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from loopbreak._core import Finding
+    from loopbreak.decision import Decision
     from loopbreak.stream import Degeneration
 
 
@@ -56,3 +65,20 @@ class DegenerationDetected(LoopbreakError):
     def tool_name(self) -> Optional[str]:
         """The tool whose arguments looped, when the loop was in a tool call."""
         return self.degeneration.tool_name
+
+
+class RunStopped(LoopbreakError, RuntimeError):
+    """A ``RunPolicy`` check was called after the policy stopped the run: a stopped run is over,
+    and a new run needs a new ``RunPolicy``. ``stop`` is the decision that ended it."""
+
+    def __init__(self, stop: Decision) -> None:
+        super().__init__(
+            f"run {stop.run_id} already stopped at step {stop.step} ({stop.reason.value}); "
+            "start a new RunPolicy for a new run"
+        )
+        self.stop = stop
+
+
+class StepNotStarted(LoopbreakError, RuntimeError):
+    """``check_tool_call`` or ``after_step`` was called with no step in progress: before the
+    first ``before_step``, or after ``after_step`` ended the step."""
