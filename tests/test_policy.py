@@ -461,6 +461,8 @@ def test_stop_messages_are_configurable_per_reason() -> None:
         ({Reason.MAX_STEPS: 3}, TypeError, r"stop_messages\['max_steps'\] must be a str"),
         ({Reason.NO_PROGRESS: "a\nb"}, ValueError, "must be one line"),
         ({Reason.MAX_COST: "{budget}"}, ValueError, "only the fields {value} and {limit}"),
+        ({Reason.MAX_COST: "{limit:d}"}, ValueError, "a format that takes ints and floats"),
+        ({Reason.MAX_COST: "{limit.x}"}, ValueError, "only the fields {value} and {limit}"),
         ([("max_steps", "x")], TypeError, "stop_messages must be a mapping"),
     ],
 )

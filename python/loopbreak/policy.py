@@ -170,23 +170,23 @@ def _stop_messages(given: object) -> Mapping[Reason, str]:
         raise TypeError(f"stop_messages must be a mapping, got {type(given).__name__}")
     messages = dict(DEFAULT_STOP_MESSAGES)
     for key, text in given.items():
-        try:
-            reason = Reason(key)
-        except ValueError:
-            reason = None
-        if reason not in DEFAULT_STOP_MESSAGES:
-            stops = ", ".join(reason.value for reason in DEFAULT_STOP_MESSAGES)
+        # A Reason is a str: its value ("max_steps") finds it too.
+        reason = next((stop for stop in DEFAULT_STOP_MESSAGES if stop == key), None)
+        if reason is None:
+            stops = ", ".join(stop.value for stop in DEFAULT_STOP_MESSAGES)
             raise ValueError(f"stop_messages keys must be stop reasons ({stops}), got {key!r}")
-        assert reason is not None
         name = f"stop_messages[{reason.value!r}]"
         _validate.text(name, text)
         if "\n" in text or "\r" in text:
             raise ValueError(f"{name} must be one line")
+        # Formatted at the stop, where it must not fail: values may be ints or floats.
         try:
             text.format(value=1, limit=1)
-        except (KeyError, IndexError, ValueError) as error:
+            text.format(value=1.5, limit=1.5)
+        except (KeyError, IndexError, ValueError, AttributeError) as error:
             raise ValueError(
-                f"{name} may use only the fields {{value}} and {{limit}}: {error!r}"
+                f"{name} may use only the fields {{value}} and {{limit}}, with a format that "
+                f"takes ints and floats: {error!r}"
             ) from None
         messages[reason] = text
     return MappingProxyType(messages)
