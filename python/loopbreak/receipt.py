@@ -417,11 +417,20 @@ def _classify(
     approvals = having(EvidenceKind.APPROVAL_REQUESTED)
     routed = [item for item in approvals if not item.details["missing"]]
     unrouted = [item for item in approvals if item.details["missing"]]
-    timeouts = having(EvidenceKind.TIMEOUT)
-    after_progress = [item for item in timeouts if item.details["last_progress_step"] is not None]
-    before_progress = [item for item in timeouts if item not in after_progress]
-    stuck = [item for item in evidence if item.kind in _LOOPING or item in before_progress]
-    bounded = [item for item in evidence if item.kind in _BOUNDS or item in after_progress]
+    def timeout(item: Evidence, *, after_progress: bool) -> bool:
+        if item.kind is not EvidenceKind.TIMEOUT:
+            return False
+        return (item.details["last_progress_step"] is not None) is after_progress
+
+    # In the order recorded, so the reason is the first evidence behind the state.
+    stuck = [
+        item for item in evidence if item.kind in _LOOPING or timeout(item, after_progress=False)
+    ]
+    bounded = [
+        item for item in evidence if item.kind in _BOUNDS or timeout(item, after_progress=True)
+    ]
+    before_progress = [item for item in stuck if item.kind is EvidenceKind.TIMEOUT]
+    after_progress = [item for item in bounded if item.kind is EvidenceKind.TIMEOUT]
     claims = having(*_CLAIMS)
     claim_inputs = {
         **counts(*_CLAIMS),
