@@ -1,10 +1,12 @@
 """An agent loop governed by loopbreak, driven by a scripted fake model so it runs offline.
 
 Every model reply is streamed through the stream guard; the run policy decides before each
-step and each tool call; every decision goes to the audit log (SQLite, JSON lines, logging);
-every run ends with a stop receipt. Runs, audit events and receipts share one SQLite file.
+step and each tool call, and asks the kill switch first; every decision goes to the audit log
+(SQLite, JSON lines, logging); every run ends with a stop receipt and its next action. Each
+model turn is saved once the policy has decided on it, with the stop's message for people when
+the policy stopped the run there. Turns, audit events and receipts share one SQLite file.
 
-Seven scripted runs show the ways a run ends:
+Eight scripted runs show the ways a run ends:
 
 1. ``healthy``: reads its notes, writes ``answer.txt``, answers; the verifier finds the file
    with the right SHA-256: VERIFIED_COMPLETE.
@@ -13,10 +15,13 @@ Seven scripted runs show the ways a run ends:
 4. ``degenerates``: its answer turns into ``loadTools.loadTools....``; the guard stops the
    stream and only the trimmed text is saved: STUCK.
 5. ``tool-fails``: reads a file that does not exist: FAILED.
-6. ``times-out``: the model call times out: FAILED.
+6. ``times-out``: the model call times out after the run read its notes (progress): a time
+   bound that fired, BOUNDED_STOP. A timeout before any progress would be STUCK.
 7. ``explores``: keeps reading new files until the steps run out, past the warnings and the
-   final-step nudge: BOUNDED_STOP. Set ``LOOPBREAK_FINAL_STEP_LOCKDOWN=1`` to see the final
-   step lock tools instead.
+   final-step nudge: max_steps, BOUNDED_STOP. Set ``LOOPBREAK_FINAL_STEP_LOCKDOWN=1`` to see
+   the final step lock tools instead.
+8. ``kill-switch``: an operator has engaged the kill switch (``touch DIR/agent.kill``): the run
+   stops at its first check, kill_switch, BOUNDED_STOP.
 
 Run: ``python examples/agent_loop.py [--dir DIR]``: the database (``loopbreak.db``), the
 JSON lines audit log and the runs' workspaces go to DIR (default: a new temporary directory).
@@ -34,8 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
 
+from loopbreak.agent.kill_switch import KillSwitch
 from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
 from loopbreak.agent.budget import Budgets, ModelPrice
+from loopbreak.agent.decision import Decision
 from loopbreak.errors import DegenerationDetected
 from loopbreak.agent.policy import PolicyConfig, RunPolicy
 from loopbreak.agent.receipt import Receipt, RunEvidence, save_receipt
@@ -148,8 +155,9 @@ def run_agent(
     workspace: Path,
     db: Database,
     audit: AuditLog,
+    kill_switch: KillSwitch,
 ) -> Receipt:
-    policy = RunPolicy(CONFIG, run_id=run_id, audit=audit)
+    policy = RunPolicy(CONFIG, run_id=run_id, audit=audit, kill_switch=kill_switch)
     evidence = RunEvidence(policy=policy)
     try:
         agent_loop(policy, evidence, model, workspace, db)
@@ -172,7 +180,8 @@ def agent_loop(
     while True:
         plan = policy.before_step(SYSTEM_PROMPT)
         show(plan.step, plan.decision.kind.value, plan.decision.reason.value, plan.addendum)
-        if plan.decision.stopped:
+        if plan.decision.stopped:  # no model call, so no turn to save: the audit log has it
+            tell_user(plan.step, plan.decision)
             return
         reply = model.reply(plan.system_prompt, plan.tools_enabled)
         guarded = guard(reply.deltas())
@@ -186,33 +195,52 @@ def agent_loop(
             return
         finally:
             policy.record_usage(MODEL, reply.input_tokens, reply.output_tokens)
-        persist.save_result(db, guarded)
-        if not reply.tool_calls:
-            evidence.record_natural_finish()
-            show(plan.step, "answer:", text)
+        ended = act(policy, evidence, plan.step, reply, text, workspace)
+        # Saved once the policy has decided on this turn: a stop made here is stored beside the
+        # model's text, never in it.
+        stop = policy.stop
+        persist.save_result(db, guarded, stop_message=stop.message if stop else None)
+        if stop is not None:
+            tell_user(plan.step, stop)
+        if ended:
             return
-        results = []
-        for tool in reply.tool_calls:
-            decision = policy.check_tool_call(tool.name, tool.arguments)
-            show(plan.step, decision.kind.value, decision.reason.value, decision.action_key or "")
-            if decision.stopped:
-                return
-            if tool.name == DONE_TOOL:
-                evidence.record_done_tool(tool.name)
-                return
-            try:
-                results.append(run_tool(workspace, tool))
-            except OSError as error:
-                evidence.record_tool_failure(tool.name, error)
-                show(plan.step, "tool failed:", str(error))
-                return
-        if policy.after_step(results).stopped:  # each new tool result counts as progress
-            return
+
+
+def act(
+    policy: RunPolicy, evidence: RunEvidence, step: int, reply: Reply, text: str, workspace: Path
+) -> bool:
+    """Acts on one model reply: answers, or runs its tool calls as the policy allows. True when
+    the run ended in this step."""
+    if not reply.tool_calls:
+        evidence.record_natural_finish()
+        show(step, "answer:", text)
+        return True
+    results = []
+    for tool in reply.tool_calls:
+        decision = policy.check_tool_call(tool.name, tool.arguments)
+        show(step, decision.kind.value, decision.reason.value, decision.action_key or "")
+        if decision.stopped:
+            return True
+        if tool.name == DONE_TOOL:
+            evidence.record_done_tool(tool.name)
+            return True
+        try:
+            results.append(run_tool(workspace, tool))
+        except OSError as error:
+            evidence.record_tool_failure(tool.name, error)
+            show(step, "tool failed:", str(error))
+            return True
+    return policy.after_step(results).stopped  # each new tool result counts as progress
 
 
 def show(step: int, *parts: str) -> None:
     line = " ".join(part.replace("\n", " ").strip() for part in parts if part)
     print(f"  step {step}: {line[:100]}{'...' if len(line) > 100 else ''}")
+
+
+def tell_user(step: int, stop: Decision) -> None:
+    """What the people waiting on the run see: the stop's message, in full."""
+    print(f"  step {step}: to the user: {stop.message}")
 
 
 # The scripts.
@@ -241,6 +269,7 @@ SCRIPTS = {
         Turn(f"Reading file {index}.", (call("read_file", path=f"file_{index}.txt"),))
         for index in range(CONFIG.max_steps)
     ],
+    "kill-switch": [Turn("Let me read the notes.", (READ_NOTES,))],
 }
 
 
@@ -265,13 +294,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     audit = AuditLog(  # ... and the audit log, in the same database
         [SqliteSink(db), JsonLinesSink(directory / "audit.jsonl"), LoggingSink()]
     )
+    kill_switch = KillSwitch(directory / "agent.kill")  # every run's policy checks it
     receipts = []
     for run_id, script in SCRIPTS.items():
         print(f"run {run_id}")
+        if run_id == "kill-switch":
+            kill_switch.engage()  # what an operator does with: touch DIR/agent.kill
         workspace = prepare_workspace(directory / run_id)
-        receipt = run_agent(run_id, ScriptedModel(script), workspace, db, audit)
+        model = ScriptedModel(script)
+        receipt = run_agent(run_id, model, workspace, db, audit, kill_switch)
         print(f"  receipt: {receipt.state.value} ({receipt.reason}), verified={receipt.verified}")
+        print(f"  next action: {receipt.next_action}")
         receipts.append(receipt)
+    kill_switch.release()  # rm DIR/agent.kill: new runs go again
     audit.close()
 
     print(f"\nstored in {db_path}:")
@@ -280,13 +315,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"  {table}: {count} rows")
     longest = db.connection.execute("SELECT MAX(LENGTH(text)) FROM runs").fetchone()[0]
     print(f"  longest saved model text: {longest} chars (the loop was trimmed)")
+    for text, message in db.connection.execute(
+        "SELECT text, stop_message FROM runs WHERE stop_message IS NOT NULL"
+    ):
+        print(f"  a turn the policy stopped: {text!r}, then for the user: {message!r}")
     print(f"audit log also in {directory / 'audit.jsonl'}")
-    last = receipts[-1]
-    print(f"\nreceipt of run {last.run_id!r}: {last.state.value}, the first of its conditions "
-          "(in priority order) that held:")
+    last = next(receipt for receipt in receipts if receipt.run_id == "explores")
+    print(
+        f"\nreceipt of run {last.run_id!r}: {last.state.value}, the first of its conditions "
+        "(in priority order) that held:"
+    )
     for condition in last.conditions:
-        print(f"  {condition.state.value:<18} {'held' if condition.held else '-':<5}"
-              f"{json.dumps(dict(condition.inputs))}")
+        print(
+            f"  {condition.state.value:<18} {'held' if condition.held else '-':<5}"
+            f"{json.dumps(dict(condition.inputs))}"
+        )
     print(f"  usage: {json.dumps(last.usage.to_dict() if last.usage else None)}")
     db.close()
     return 0

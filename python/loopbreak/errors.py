@@ -6,9 +6,9 @@
     ├── DegenerationDetected            a stream guard stopped a stream that started looping
     ├── PolicyMisuse (RuntimeError)     a RunPolicy was asked to check a step it cannot
     │   ├── RunStopped                  ... after it stopped the run
-    │   └── NoStepStarted               ... before ``before_step``, or after ``after_step``
+    │   └── StepNotStarted              ... before ``before_step``, or after ``after_step``
     ├── RunNotFound (LookupError)       a stored run that is not there
-    ├── StoreError                      a database loopbreak cannot use (a newer schema)
+    ├── StoreError                      a database loopbreak cannot use
     └── ScanError                       ``loopbreak scan`` could not scan a file or a value
 
 Each error that replaces a builtin also derives from it, so ``except RuntimeError`` or ``except
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:
     from loopbreak._core import Finding
+    from loopbreak.agent.decision import Decision
     from loopbreak.streaming.guard import Degeneration
 
 
@@ -79,11 +80,20 @@ class PolicyMisuse(LoopbreakError, RuntimeError):
 
 
 class RunStopped(PolicyMisuse):
-    """The policy already stopped this run; a new run needs a new ``RunPolicy``."""
+    """A ``RunPolicy`` check was called after the policy stopped the run: a stopped run is over,
+    and a new run needs a new ``RunPolicy``. ``stop`` is the decision that ended it."""
+
+    def __init__(self, stop: Decision) -> None:
+        super().__init__(
+            f"run {stop.run_id} already stopped at step {stop.step} ({stop.reason.value}); "
+            "start a new RunPolicy for a new run"
+        )
+        self.stop = stop
 
 
-class NoStepStarted(PolicyMisuse):
-    """A tool-call or end-of-step check came with no step running: call ``before_step`` first."""
+class StepNotStarted(PolicyMisuse):
+    """``check_tool_call`` or ``after_step`` was called with no step in progress: before the
+    first ``before_step``, or after ``after_step`` ended the step."""
 
 
 class RunNotFound(LoopbreakError, LookupError):
@@ -91,7 +101,8 @@ class RunNotFound(LoopbreakError, LookupError):
 
 
 class StoreError(LoopbreakError):
-    """The database cannot be used by this version of loopbreak (its schema is newer)."""
+    """The database cannot be used by this version of loopbreak: its schema is newer, or a table
+    of the same name is not loopbreak's."""
 
 
 class ScanError(LoopbreakError):

@@ -42,6 +42,7 @@ TABLES = {
             error TEXT,               -- the stop reason; NULL when status is ok
             text TEXT NOT NULL,       -- what to keep: trimmed, or the no-text marker
             finding TEXT,             -- JSON of Degeneration.to_dict(); NULL without a finding
+            stop_message TEXT,        -- for people: why the run policy stopped the run; else NULL
             created_at TEXT NOT NULL
         )""",
     # Every decision of a run policy (loopbreak.agent.audit.SqliteSink). `check` and `limit` are
@@ -59,6 +60,7 @@ TABLES = {
             limit_value NUMERIC,
             action_key TEXT,
             elapsed REAL NOT NULL,
+            message TEXT,             -- a stop's one line for people; NULL for allow and warn
             recorded_at TEXT NOT NULL
         )""",
     # How a run ended (loopbreak.agent.receipt.save_receipt); the newest row of a run is current.

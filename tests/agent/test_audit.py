@@ -58,7 +58,7 @@ def test_every_decision_is_an_event_in_order() -> None:
     assert [event.reason for event in audit.events if event.kind is not DecisionKind.ALLOW] == [
         Reason.STEPS_RUNNING_OUT,
         Reason.FINAL_STEP,
-        Reason.STEP_LIMIT,
+        Reason.MAX_STEPS,
     ]
     elapsed = [event.elapsed for event in audit.events]
     assert elapsed == sorted(elapsed) and len(set(elapsed)) == len(elapsed)
@@ -74,7 +74,7 @@ def test_the_json_lines_file_holds_every_event_in_order(tmp_path: Path) -> None:
         decision.to_dict() for decision in made
     ]
     assert all(line["recorded_at"].endswith("+00:00") for line in lines)
-    assert lines[-1]["decision"] == "stop" and lines[-1]["reason"] == "step_limit"
+    assert lines[-1]["decision"] == "stop" and lines[-1]["reason"] == "max_steps"
 
 
 def test_the_json_lines_file_appends_across_runs(tmp_path: Path) -> None:
@@ -155,7 +155,7 @@ def test_the_logging_sink_logs_stops_at_warning(caplog: pytest.LogCaptureFixture
     levels = {DecisionKind.ALLOW: logging.DEBUG, DecisionKind.WARN: logging.INFO}
     levels[DecisionKind.STOP] = logging.WARNING
     assert [record.levelno for record in records] == [levels[d.kind] for d in made]
-    assert records[-1].getMessage() == "run run-a step 4: stop (step_limit: steps 4 / 4)"
+    assert records[-1].getMessage() == "run run-a step 4: stop (max_steps: steps 4 / 4)"
     assert "action read_file" in records[1].getMessage()
 
 

@@ -112,7 +112,10 @@ def test_at_the_limit_the_next_step_stops_naming_the_budget(case: Case) -> None:
     plan = policy.before_step("")
     decision = plan.decision
     assert decision.stopped
-    assert decision.reason is Reason.BUDGET_EXHAUSTED
+    # The reason names the budget as its Budgets field does; the check says what was measured.
+    assert decision.reason is Reason(f"max_{case.check.value}")
+    assert case.budgets.to_dict()[decision.reason.value] == case.limit
+    assert decision.message is not None and f"({case.limit:g}" in decision.message  # the limit
     assert (decision.check, decision.value) == (case.check, case.value_at)
     assert decision.limit == case.limit
     assert decision.step == 1
@@ -130,7 +133,7 @@ def test_at_the_limit_the_next_tool_call_stops_too(case: Case) -> None:
     case.spend(policy, clock, case.at)
     decision = policy.check_tool_call("write_file", {"path": "out.txt"})
     assert decision.stopped
-    assert (decision.reason, decision.check) == (Reason.BUDGET_EXHAUSTED, case.check)
+    assert (decision.reason, decision.check) == (Reason(f"max_{case.check.value}"), case.check)
     assert decision.action_key == 'write_file({"path":"out.txt"})'
 
 

@@ -36,18 +36,44 @@ def test_the_example_ends_each_run_in_its_state(
             ("repeats", "STUCK", "loop_detected"),
             ("degenerates", "STUCK", "degeneration"),
             ("tool-fails", "FAILED", "tool_failure"),
-            ("times-out", "FAILED", "timeout"),
-            ("explores", "BOUNDED_STOP", "step_limit"),
+            ("times-out", "BOUNDED_STOP", "timeout"),  # after progress: a time bound fired
+            ("explores", "BOUNDED_STOP", "max_steps"),
+            ("kill-switch", "BOUNDED_STOP", "kill_switch"),
         ]
+        next_actions = connection.execute("SELECT receipt FROM receipts ORDER BY id").fetchall()
         (degenerate_text,) = connection.execute(
             "SELECT text FROM runs WHERE status = 'degenerate'"
         ).fetchone()
         stops = connection.execute(
-            "SELECT run_id, reason FROM audit_events WHERE decision = 'stop' ORDER BY id"
+            "SELECT run_id, reason, message FROM audit_events WHERE decision = 'stop' ORDER BY id"
+        ).fetchall()
+        stopped_turns = connection.execute(
+            "SELECT text, stop_message FROM runs WHERE stop_message IS NOT NULL"
         ).fetchall()
     # The 204,182-char loop was never saved: only its first copies and a marker.
     assert "loadTools." in degenerate_text and len(degenerate_text) < 300
-    assert stops == [("repeats", "loop_detected"), ("explores", "step_limit")]
+    assert [(run_id, reason) for run_id, reason, _ in stops] == [
+        ("repeats", "loop_detected"),
+        ("explores", "max_steps"),
+        ("kill-switch", "kill_switch"),
+    ]
+    messages = [message for _, _, message in stops]
+    assert messages[1] == (
+        "The run stopped after reaching its step limit (8 steps). "
+        "Rephrase the request or start a new run with a narrower scope."
+    )
+    # The turn in which the policy stopped the run keeps the model's text and, apart, the
+    # message for people.
+    assert stopped_turns == [("Let me look around.", messages[0])]
+    assert [json.loads(row[0])["next_action"] for row in next_actions][:2] == [
+        "Close the run.",
+        "Check the destination or reopen the task.",
+    ]
     audit_lines = (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line)["decision"] for line in audit_lines].count("stop") == 2
-    assert "guard stopped the stream" in capsys.readouterr().out
+    assert [json.loads(line)["decision"] for line in audit_lines].count("stop") == 3
+    assert not (tmp_path / "agent.kill").exists()  # released after the run
+    out = capsys.readouterr().out
+    assert "guard stopped the stream" in out
+    for message in messages:
+        assert f"to the user: {message}" in out
+    assert "next action: Keep the partial work" in out

@@ -9,8 +9,11 @@ import pytest
 
 from support.fakes import FakeClock
 from loopbreak.agent.actions import Arguments, action_key
+from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
+from loopbreak.errors import LoopbreakError, RunStopped, StepNotStarted
 from loopbreak.agent.policy import (
+    DEFAULT_STOP_MESSAGES,
     FINAL_STEP_NUDGE,
     LOCKDOWN_ENV,
     LOCKDOWN_INSTRUCTION,
@@ -116,19 +119,24 @@ def test_an_unreadable_env_var_is_an_error(monkeypatch: pytest.MonkeyPatch) -> N
         new_policy()
 
 
-def test_step_50_stops_with_step_limit_and_the_run_is_over() -> None:
+def test_step_50_stops_with_max_steps_and_the_run_is_over() -> None:
     policy = new_policy(max_steps=MAX)
     all_plans(policy)
     plan = policy.before_step(PROMPT)
     assert plan.decision.stopped
-    assert plan.decision.reason is Reason.STEP_LIMIT
+    assert plan.decision.reason is Reason.MAX_STEPS
     assert (plan.decision.check, plan.decision.value, plan.decision.limit) == (Check.STEPS, 50, 50)
+    assert plan.decision.message == (
+        "The run stopped after reaching its step limit (50 steps). "
+        "Rephrase the request or start a new run with a narrower scope."
+    )
     assert plan.step == 50
     assert not plan.tools_enabled
     assert policy.stop == plan.decision
     assert policy.step == 49  # step 50 never started
-    with pytest.raises(RuntimeError, match="already stopped at step 50 \\(step_limit\\)"):
+    with pytest.raises(RunStopped, match="already stopped at step 50 \\(max_steps\\)") as raised:
         policy.before_step(PROMPT)
+    assert raised.value.stop == plan.decision
 
 
 @pytest.mark.parametrize("max_steps", [1, 2, 6, 7, 20, 120])
@@ -236,7 +244,11 @@ def test_fourth_identical_call_stops_with_loop_detected() -> None:
     assert stop.action_key == 'read_file({"path":"a.py","start":1})'
     assert policy.stop == stop
     assert policy.usage().tool_calls == 3  # the stopped call is not counted as made
-    with pytest.raises(RuntimeError, match="loop_detected"):
+    assert stop.message == (
+        "The run stopped because it kept repeating the same action (3 times in a row). "
+        "Rephrase the request or start a new run with a narrower scope."
+    )
+    with pytest.raises(RunStopped, match="loop_detected"):
         policy.check_tool_call("read_file", {"path": "b.py"})
 
 
@@ -308,6 +320,23 @@ def test_a_window_of_steps_without_new_signals_stops_with_no_progress() -> None:
     stop = decisions[-1]
     assert stop.reason is Reason.NO_PROGRESS
     assert (stop.check, stop.limit, stop.step) == (Check.PROGRESS, 4, 4)
+    assert stop.message is not None
+    assert stop.message.startswith("The run stopped after 4 steps without progress.")
+    assert all(decision.message is None for decision in decisions[:-1])  # only stops have one
+    with pytest.raises(RunStopped, match="no_progress"):
+        policy.after_step(["a new fact, too late"])
+
+
+def test_the_last_progress_step_is_the_last_with_a_new_signal() -> None:
+    policy = new_policy(no_progress_window=None)
+    assert policy.last_progress_step is None
+    step_with_progress(policy, [])
+    assert policy.last_progress_step is None
+    step_with_progress(policy, ["fact a"])
+    step_with_progress(policy, ["fact a"])  # seen before: not progress
+    assert policy.last_progress_step == 1
+    step_with_progress(policy, ["fact a", "fact b"])
+    assert policy.last_progress_step == 3
 
 
 def test_a_signal_seen_before_is_no_progress() -> None:
@@ -345,14 +374,87 @@ def test_progress_must_be_str_signals() -> None:
 
 def test_calls_outside_a_step_are_errors() -> None:
     policy = new_policy()
-    with pytest.raises(RuntimeError, match="call before_step first"):
+    with pytest.raises(StepNotStarted, match="call before_step first"):
         policy.check_tool_call("t")
+    with pytest.raises(StepNotStarted, match="call before_step first"):
+        policy.after_step([])
     policy.before_step(PROMPT)
     policy.after_step([])
-    with pytest.raises(RuntimeError, match="step 0 already ended"):
+    with pytest.raises(StepNotStarted, match="step 0 already ended"):
         policy.after_step([])
-    with pytest.raises(RuntimeError, match="step 0 already ended"):
+    with pytest.raises(StepNotStarted, match="step 0 already ended"):
         policy.check_tool_call("t")
+
+
+@pytest.mark.parametrize(("error", "stop_first"), [(RunStopped, True), (StepNotStarted, False)])
+def test_misuse_errors_are_package_errors_and_runtime_errors(
+    error: type[LoopbreakError], stop_first: bool
+) -> None:
+    assert issubclass(error, RuntimeError)
+    policy = new_policy(max_steps=1)
+    policy.before_step(PROMPT)
+    policy.after_step([])
+    if stop_first:
+        assert policy.before_step(PROMPT).decision.stopped
+    with pytest.raises(LoopbreakError) as raised:
+        policy.check_tool_call("t")
+    assert type(raised.value) is error
+    with pytest.raises(RuntimeError):  # callers that caught RuntimeError still do
+        policy.check_tool_call("t")
+
+
+# Stop messages for people.
+
+
+def test_every_stop_reason_has_a_default_message_of_one_line() -> None:
+    stops = set(Reason) - {
+        Reason.WITHIN_LIMITS,
+        Reason.STEPS_RUNNING_OUT,
+        Reason.FINAL_STEP,
+        Reason.FINAL_STEP_LOCKDOWN,
+    }
+    assert set(DEFAULT_STOP_MESSAGES) == stops
+    config = PolicyConfig()
+    for reason in stops:
+        message = config.stop_message(reason, 12, 50)
+        assert message.startswith("The run ") and "\n" not in message
+    assert config.stop_message(Reason.MAX_SECONDS, 61.5, 60.0) == (
+        "The run stopped after reaching its time limit (60 seconds). "
+        "Rephrase the request or start a new run with a narrower scope."
+    )
+
+
+def test_stop_messages_are_configurable_per_reason() -> None:
+    policy = new_policy(
+        max_steps=1,
+        stop_messages={"max_steps": "Out of steps after {value} of {limit}: try a smaller ask."},
+    )
+    messages = policy.config.stop_messages
+    assert messages[Reason.LOOP_DETECTED] == DEFAULT_STOP_MESSAGES[Reason.LOOP_DETECTED]
+    assert set(policy.config.to_dict()["stop_messages"]) == {r.value for r in DEFAULT_STOP_MESSAGES}
+    policy.before_step(PROMPT)
+    stop = policy.before_step(PROMPT).decision
+    assert stop.message == "Out of steps after 1 of 1: try a smaller ask."
+    assert stop.to_dict()["message"] == stop.message
+
+
+@pytest.mark.parametrize(
+    ("messages", "error", "match"),
+    [
+        ({"final_step": "x"}, ValueError, "keys must be stop reasons .* got 'final_step'"),
+        ({"step_limit": "x"}, ValueError, "keys must be stop reasons"),
+        ({Reason.MAX_STEPS: ""}, ValueError, r"stop_messages\['max_steps'\] must not be empty"),
+        ({Reason.MAX_STEPS: 3}, TypeError, r"stop_messages\['max_steps'\] must be a str"),
+        ({Reason.NO_PROGRESS: "a\nb"}, ValueError, "must be one line"),
+        ({Reason.MAX_COST: "{budget}"}, ValueError, "only the fields {value} and {limit}"),
+        ({Reason.MAX_COST: "{limit:d}"}, ValueError, "a format that takes ints and floats"),
+        ({Reason.MAX_COST: "{limit.x}"}, ValueError, "only the fields {value} and {limit}"),
+        ([("max_steps", "x")], TypeError, "stop_messages must be a mapping"),
+    ],
+)
+def test_bad_stop_messages_are_refused(messages: Any, error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        PolicyConfig(stop_messages=messages)
 
 
 @pytest.mark.parametrize(
@@ -379,6 +481,7 @@ def test_bad_config_values_are_refused(config: Any, error: type, message: str) -
     [
         ({"config": {"max_steps": 3}}, TypeError, "config must be a PolicyConfig"),
         ({"run_id": ""}, ValueError, "run_id must not be empty"),
+        ({"kill_switch": "/var/run/agent.kill"}, TypeError, "kill_switch must have an engaged"),
     ],
 )
 def test_bad_policy_arguments_are_refused(kwargs: Any, error: type, message: str) -> None:
@@ -409,6 +512,7 @@ def test_decisions_are_numbered_and_serialize_to_json() -> None:
         "limit": 3,
         "action_key": 'read_file({"path":"a"})',
         "elapsed": 2.5,
+        "message": None,
     }
     assert plan.to_dict()["tool_choice"] is None
 

@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import pytest
 
@@ -17,14 +17,27 @@ from loopbreak import scan
 from loopbreak.agent.budget import Budgets
 from loopbreak.errors import DegenerationDetected
 from loopbreak.agent.policy import LOCKDOWN_ENV, PolicyConfig, RunPolicy
-from loopbreak.agent.receipt import EvidenceKind, ReceiptState, RunEvidence, save_receipt
+from loopbreak.agent.receipt import NEXT_ACTIONS, EvidenceKind, ReceiptState, RunEvidence, save_receipt
 from loopbreak.streaming.guard import guard
 
 LOOPING_STREAM = ["Sure, loading the tools. "] + ["loadTools."] * 500
 
 
+class FlagSwitch:
+    """A kill switch source flipped by the test (the file switch is tested in
+    test_kill_switch.py)."""
+
+    def __init__(self) -> None:
+        self.on = False
+
+    def engaged(self) -> bool:
+        return self.on
+
+
 def new_run(**config: Any) -> RunEvidence:
-    policy = RunPolicy(PolicyConfig(**config), run_id="run-1", clock=FakeClock())
+    policy = RunPolicy(
+        PolicyConfig(**config), run_id="run-1", clock=FakeClock(), kill_switch=FlagSwitch()
+    )
     return RunEvidence(policy=policy)
 
 
@@ -52,6 +65,14 @@ def degeneration_abort() -> DegenerationDetected:
 
 def natural_finish(run: RunEvidence) -> None:
     take_steps(run, 2)
+    run.record_natural_finish()
+
+
+def confident_natural_finish(run: RunEvidence) -> None:
+    """The final text claims success; the evidence is only that the model stopped."""
+    take_steps(run, 1)
+    text = "".join(guard(iter(["Done! I wrote report.md ", "and verified every figure in it."])))
+    assert "verified" in text
     run.record_natural_finish()
 
 
@@ -90,8 +111,31 @@ def tool_failure(run: RunEvidence) -> None:
     run.record_tool_failure("deploy", RuntimeError("exit status 1"))
 
 
+def tool_failure_then_step_limit(run: RunEvidence) -> None:
+    tool_failure(run)
+    hit_step_limit(run)
+
+
+def approval_then_step_limit(run: RunEvidence) -> None:
+    routed_approval(run)
+    hit_step_limit(run)
+
+
+def timeout_without_progress(run: RunEvidence) -> None:
+    take_steps(run, 2)  # steps that report no progress signal at all
+    run.record_timeout(TimeoutError("model call took longer than 60 s"))
+
+
+def timeout_after_progress(run: RunEvidence) -> None:
+    take_steps(run, 1)
+    policy_of(run).after_step(["read notes.txt: DEPLOY_ENV=staging"])
+    take_steps(run, 1)
+    run.record_timeout(TimeoutError("model call took longer than 60 s"))
+
+
 def timeout_at_the_step_limit(run: RunEvidence) -> None:
-    """A timeout on the last allowed step is still a timeout, though the limit was hit too."""
+    """A timeout on the last allowed step without progress is STUCK, though the limit was hit
+    too: STUCK comes before BOUNDED_STOP."""
     take_steps(run, policy_of(run).config.max_steps)
     run.record_timeout(TimeoutError("model call took longer than 60 s"))
     assert policy_of(run).before_step("prompt").decision.stopped
@@ -100,6 +144,14 @@ def timeout_at_the_step_limit(run: RunEvidence) -> None:
 def user_abort(run: RunEvidence) -> None:
     take_steps(run, 1)
     run.record_user_abort("stop button")
+
+
+def kill_switch(run: RunEvidence) -> None:
+    take_steps(run, 2)
+    switch = policy_of(run).kill_switch
+    assert isinstance(switch, FlagSwitch)
+    switch.on = True
+    assert policy_of(run).before_step("prompt").decision.stopped
 
 
 def degenerate_output(run: RunEvidence) -> None:
@@ -151,10 +203,15 @@ def nothing(run: RunEvidence) -> None:
     take_steps(run, 3)
 
 
+RAISES = "raises"  # the verifier raises
+NOT_A_BOOL = "not a bool"  # the verifier returns something else than a bool
+
+
 @dataclass(frozen=True)
 class Case:
     setup: Callable[[RunEvidence], None]
-    verified: Optional[bool]  # what the verifier answers; None: no verifier supplied
+    # What the verifier answers; None: no verifier supplied.
+    verifier: Union[bool, None, str]
     state: ReceiptState
     reason: str
     config: tuple[tuple[str, Any], ...] = ()
@@ -163,30 +220,68 @@ class Case:
 TOKEN_BUDGET = (("budgets", Budgets(max_total_tokens=1000)),)
 
 CASES = {
+    # The issue's table, one row per case.
+    "tool failure": Case(tool_failure, True, ReceiptState.FAILED, "tool_failure"),
+    "timeout without progress": Case(
+        timeout_without_progress, False, ReceiptState.STUCK, "timeout"
+    ),
+    "timeout after progress": Case(
+        timeout_after_progress, None, ReceiptState.BOUNDED_STOP, "timeout"
+    ),
+    "step limit": Case(
+        hit_step_limit, True, ReceiptState.BOUNDED_STOP, "max_steps", (("max_steps", 3),)
+    ),
+    "token budget": Case(
+        exhaust_token_budget, None, ReceiptState.BOUNDED_STOP, "max_total_tokens", TOKEN_BUDGET
+    ),
+    "user abort": Case(user_abort, True, ReceiptState.BOUNDED_STOP, "user_abort"),
+    "kill switch": Case(kill_switch, False, ReceiptState.BOUNDED_STOP, "kill_switch"),
     "natural finish with result": Case(
         natural_finish, True, ReceiptState.VERIFIED_COMPLETE, "natural_finish"
     ),
-    "natural finish without result": Case(
+    "done tool with result": Case(done_tool, True, ReceiptState.VERIFIED_COMPLETE, "done_tool"),
+    "natural finish, verifier finds no result": Case(
         natural_finish, False, ReceiptState.FALSE_COMPLETE, "natural_finish"
     ),
-    "done tool with result": Case(done_tool, True, ReceiptState.VERIFIED_COMPLETE, "done_tool"),
-    "done tool without result": Case(done_tool, False, ReceiptState.FALSE_COMPLETE, "done_tool"),
-    "step limit": Case(
-        hit_step_limit, True, ReceiptState.BOUNDED_STOP, "step_limit", (("max_steps", 3),)
+    "done tool, verifier finds no result": Case(
+        done_tool, False, ReceiptState.FALSE_COMPLETE, "done_tool"
     ),
-    "token budget": Case(
-        exhaust_token_budget, None, ReceiptState.BOUNDED_STOP, "budget_exhausted", TOKEN_BUDGET
+    "natural finish without a verifier": Case(
+        natural_finish, None, ReceiptState.FALSE_COMPLETE, "natural_finish"
     ),
-    "routed approval": Case(routed_approval, None, ReceiptState.WAITING, "approval_requested"),
-    "unrouted approval": Case(
-        unrouted_approval, None, ReceiptState.WAITING_UNROUTED, "approval_requested"
+    "done tool without a verifier": Case(done_tool, None, ReceiptState.FALSE_COMPLETE, "done_tool"),
+    "finish, the verifier raises": Case(
+        natural_finish, RAISES, ReceiptState.UNCERTAIN, "verification_failed"
     ),
-    "tool failure": Case(tool_failure, True, ReceiptState.FAILED, "tool_failure"),
+    "finish, the verifier returns a non-bool": Case(
+        done_tool, NOT_A_BOOL, ReceiptState.UNCERTAIN, "verification_failed"
+    ),
+    "nothing recorded": Case(nothing, True, ReceiptState.UNCERTAIN, "no_outcome_recorded"),
+    # Priority: the first state whose condition holds wins.
     "timeout at the step limit": Case(
-        timeout_at_the_step_limit, False, ReceiptState.FAILED, "timeout", (("max_steps", 4),)
+        timeout_at_the_step_limit, False, ReceiptState.STUCK, "timeout", (("max_steps", 4),)
     ),
-    "user abort": Case(user_abort, True, ReceiptState.FAILED, "user_abort"),
-    "degeneration abort": Case(degenerate_output, False, ReceiptState.STUCK, "degeneration"),
+    "failure beats a limit": Case(
+        tool_failure_then_step_limit,
+        None,
+        ReceiptState.FAILED,
+        "tool_failure",
+        (("max_steps", 3),),
+    ),
+    "approval beats a limit": Case(
+        approval_then_step_limit,
+        None,
+        ReceiptState.WAITING,
+        "approval_requested",
+        (("max_steps", 3),),
+    ),
+    "confident final text without a result receipt": Case(
+        confident_natural_finish, None, ReceiptState.FALSE_COMPLETE, "natural_finish"
+    ),
+    "approval after a confident finish": Case(
+        approval_after_a_confident_finish, True, ReceiptState.WAITING, "approval_requested"
+    ),
+    "failure and approval": Case(failure_and_approval, None, ReceiptState.FAILED, "tool_failure"),
     "degeneration then step limit": Case(
         degenerate_output_then_step_limit,
         None,
@@ -194,23 +289,34 @@ CASES = {
         "degeneration",
         (("max_steps", 3),),
     ),
+    # The other ways a run goes nowhere, and the caller's own conditions.
+    "routed approval": Case(routed_approval, None, ReceiptState.WAITING, "approval_requested"),
+    "unrouted approval": Case(
+        unrouted_approval, None, ReceiptState.WAITING_UNROUTED, "approval_requested"
+    ),
+    "degeneration abort": Case(degenerate_output, False, ReceiptState.STUCK, "degeneration"),
     "repeated action": Case(repeated_action, True, ReceiptState.STUCK, "loop_detected"),
     "no progress": Case(no_progress, False, ReceiptState.STUCK, "no_progress"),
     "caller's stop condition": Case(
         callers_stop_condition, None, ReceiptState.STUCK, "same_question_asked_3_times"
     ),
-    "caller's limit": Case(
-        callers_limit, True, ReceiptState.BOUNDED_STOP, "graph_recursion_limit"
-    ),
-    "approval after a confident finish": Case(
-        approval_after_a_confident_finish, True, ReceiptState.WAITING, "approval_requested"
-    ),
-    "failure and approval": Case(failure_and_approval, None, ReceiptState.FAILED, "tool_failure"),
-    "finish without a verifier": Case(
-        natural_finish, None, ReceiptState.UNCERTAIN, "unverified_completion"
-    ),
-    "nothing recorded": Case(nothing, True, ReceiptState.UNCERTAIN, "no_outcome_recorded"),
+    "caller's limit": Case(callers_limit, True, ReceiptState.BOUNDED_STOP, "graph_recursion_limit"),
 }
+
+
+def verifier_for(answer: Union[bool, None, str], calls: list[None]) -> Optional[Callable[[], Any]]:
+    if answer is None:
+        return None
+
+    def verifier() -> object:
+        calls.append(None)
+        if answer == RAISES:
+            raise ConnectionError("destination unreachable")
+        if answer == NOT_A_BOOL:
+            return "yes"
+        return answer
+
+    return verifier
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
@@ -218,36 +324,35 @@ def test_evidence_decides_the_state(case: Case) -> None:
     run = new_run(**dict(case.config))
     case.setup(run)
     calls: list[None] = []
-
-    def verifier() -> bool:
-        calls.append(None)
-        assert case.verified is not None
-        return case.verified
-
-    receipt = run.receipt(verifier if case.verified is not None else None)
+    receipt = run.receipt(verifier_for(case.verifier, calls))
     assert (receipt.state, receipt.reason) == (case.state, case.reason)
-    assert receipt.verified is case.verified
-    assert len(calls) == (0 if case.verified is None else 1)  # called once, whatever the state
+    assert receipt.verified is (case.verifier if isinstance(case.verifier, bool) else None)
+    assert (receipt.verification_error is not None) is (case.verifier in (RAISES, NOT_A_BOOL))
+    assert len(calls) == (0 if case.verifier is None else 1)  # called once, whatever the state
     # The state is the first condition, in priority order, that held.
     assert [condition.state for condition in receipt.conditions] == list(ReceiptState)
     first_held = next(condition for condition in receipt.conditions if condition.held)
     assert first_held.state is case.state
+    assert receipt.next_action == NEXT_ACTIONS[case.state]
 
 
 def test_all_issue_cases_are_in_the_table() -> None:
     issue_cases = {
-        "natural finish with result",
-        "natural finish without result",
-        "done tool with result",
-        "done tool without result",
+        "tool failure",
+        "timeout without progress",
         "step limit",
         "token budget",
-        "routed approval",
-        "unrouted approval",
-        "tool failure",
-        "timeout at the step limit",
         "user abort",
-        "degeneration abort",
+        "natural finish with result",
+        "done tool with result",
+        "natural finish without a verifier",
+        "done tool without a verifier",
+        "finish, the verifier raises",
+        "nothing recorded",
+        "timeout at the step limit",
+        "failure beats a limit",
+        "approval beats a limit",
+        "confident final text without a result receipt",
     }
     assert issue_cases <= set(CASES)
     assert {case.state for case in CASES.values()} == set(ReceiptState)
@@ -259,14 +364,21 @@ def test_conditions_record_their_inputs() -> None:
     run.record_approval_request(owner="ops")
     run.record_natural_finish()
     receipt = run.receipt(lambda: False)
-    claims = {"natural_finish": 1, "done_tool": 0, "verified": False}
+    claims = {
+        "natural_finish": 1,
+        "done_tool": 0,
+        "verified": False,
+        "verification_failed": False,
+    }
+    stuck = {"stop_condition": 0, "degeneration": 0, "timeout_before_progress": 0}
+    bounded = {"limit": 0, "user_abort": 0, "timeout_after_progress": 0}
     inputs = {c.state: (c.held, dict(c.inputs)) for c in receipt.conditions}
     assert inputs == {
-        ReceiptState.FAILED: (False, {"tool_failure": 0, "timeout": 0, "user_abort": 0}),
+        ReceiptState.FAILED: (False, {"tool_failure": 0}),
         ReceiptState.WAITING: (True, {"approval_requested": 2, "routed": 1}),
         ReceiptState.WAITING_UNROUTED: (True, {"approval_requested": 2, "unrouted": 1}),
-        ReceiptState.STUCK: (False, {"stop_condition": 0, "degeneration": 0}),
-        ReceiptState.BOUNDED_STOP: (False, {"limit": 0}),
+        ReceiptState.STUCK: (False, stuck),
+        ReceiptState.BOUNDED_STOP: (False, bounded),
         ReceiptState.VERIFIED_COMPLETE: (False, claims),
         ReceiptState.FALSE_COMPLETE: (True, claims),
         ReceiptState.UNCERTAIN: (True, claims),
@@ -305,10 +417,44 @@ def test_the_policy_stop_is_evidence_with_its_numbers() -> None:
     run = new_run(budgets=Budgets(max_total_tokens=1000))
     exhaust_token_budget(run)
     (evidence,) = run.receipt().evidence
-    assert (evidence.kind, evidence.name) == (EvidenceKind.LIMIT, "budget_exhausted")
+    assert (evidence.kind, evidence.name) == (EvidenceKind.LIMIT, "max_total_tokens")
     assert evidence.step == 1
     assert evidence.details["check"] == "total_tokens"
     assert (evidence.details["value"], evidence.details["limit"]) == (1000, 1000)
+    assert evidence.details["message"] == (
+        "The run stopped after reaching its token budget (1000 tokens). "
+        "Rephrase the request or start a new run with a narrower scope."
+    )
+
+
+def test_a_timeout_records_the_last_progress_before_it() -> None:
+    run = new_run()
+    timeout_after_progress(run)
+    (timeout,) = run.evidence
+    assert (timeout.step, timeout.details["last_progress_step"]) == (1, 0)
+    assert timeout.details["detail"] == "TimeoutError: model call took longer than 60 s"
+    # Progress reported after the timeout does not change the evidence already recorded.
+    policy_of(run).after_step(["a late result"])
+    assert run.receipt().evidence[0].details["last_progress_step"] == 0
+
+
+def test_a_timeout_without_a_policy_has_no_progress_evidence_and_is_stuck() -> None:
+    run = RunEvidence("run-2")
+    run.record_timeout("tool call took longer than 30 s")
+    assert run.evidence[0].details["last_progress_step"] is None
+    receipt = run.receipt()
+    assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "timeout")
+
+
+def test_every_state_has_one_next_action() -> None:
+    assert set(NEXT_ACTIONS) == set(ReceiptState)
+    for state in ReceiptState:
+        assert state.next_action == NEXT_ACTIONS[state]
+        assert state.next_action.strip() and "\n" not in state.next_action
+    assert ReceiptState.FAILED.next_action == (
+        "Diagnose the tool boundary; do not blindly retry an uncertain side effect."
+    )
+    assert ReceiptState.UNCERTAIN.next_action == "Ask before acting."
 
 
 def test_degeneration_evidence_keeps_the_finding_and_reason() -> None:
@@ -358,7 +504,7 @@ def test_a_failing_verifier_makes_a_finish_uncertain_and_is_recorded() -> None:
     run = new_run()
     natural_finish(run)
     receipt = run.receipt(broken)
-    assert (receipt.state, receipt.reason) == (ReceiptState.UNCERTAIN, "unverified_completion")
+    assert (receipt.state, receipt.reason) == (ReceiptState.UNCERTAIN, "verification_failed")
     assert receipt.verified is None
     assert receipt.verification_error == "verifier raised ConnectionError: database unreachable"
     not_a_bool = run.receipt(lambda: "yes")  # type: ignore[arg-type, return-value]
@@ -373,7 +519,8 @@ def test_the_receipt_serializes_to_json() -> None:
     receipt = run.receipt(lambda: False)
     assert json.loads(receipt.to_json()) == receipt.to_dict()
     assert receipt.to_dict()["state"] == "FAILED"
-    assert json.loads(receipt.to_json(indent=2))["evidence"][1]["name"] == "step_limit"
+    assert receipt.to_dict()["next_action"] == ReceiptState.FAILED.next_action
+    assert json.loads(receipt.to_json(indent=2))["evidence"][1]["name"] == "max_steps"
 
 
 def stored(connection: sqlite3.Connection) -> list[tuple[Any, ...]]:

@@ -90,6 +90,26 @@ def test_a_turn_without_text_gets_a_marker(db: Database) -> None:
     assert load_run(db, run_id).text == step_limit
 
 
+def test_a_turn_the_policy_stopped_keeps_the_stop_message_beside_its_text(
+    db: sqlite3.Connection,
+) -> None:
+    message = "The run stopped because it kept repeating the same action (3 times in a row)."
+    spoke = guard(["Let me list ", "the files again."])
+    list(spoke)
+    silent = guard([])
+    list(silent)
+    spoke_run = load_run(db, save_result(db, spoke, stop_message=message))
+    silent_run = load_run(db, save_result(db, silent, stop_message=message))
+    marked_run = load_run(db, save_result(db, silent, empty_text=message, stop_message=message))
+    # The text replayed to the model stays the model's (or the marker); the message is apart.
+    assert (spoke_run.text, spoke_run.stop_message) == ("Let me list the files again.", message)
+    assert (silent_run.text, silent_run.stop_message) == (NO_TEXT_MARKER, message)
+    assert marked_run.text == message
+    assert load_run(db, save_run(db, status="ok", text="answer")).stop_message is None
+    with pytest.raises(TypeError, match="stop_message must be a str or None"):
+        save_run(db, status="ok", text="x", stop_message=1)  # type: ignore[arg-type]
+
+
 def test_rows_survive_reconnecting(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     with Database(path) as first:

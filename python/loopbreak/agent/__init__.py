@@ -8,13 +8,17 @@ stop receipt for every run.
 - ``Decision`` (``decision``): what each check decided, why (``Reason``) and by which number.
 - ``AuditLog`` and its sinks (``audit``): every decision, in memory, JSON lines, SQLite, logging.
 - ``RunEvidence`` / ``Receipt`` / ``ReceiptState`` (``receipt``): how the run ended, decided from
-  evidence in a fixed priority order, never from the final text; ``save_receipt``.
+  evidence in a fixed priority order, never from the final text, with the operator's next
+  action; ``save_receipt``.
+- ``KillSwitch`` (``kill_switch``): the emergency stop every policy checks before each step and
+  tool call.
 """
 
 from loopbreak.agent.actions import action_key
 from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
 from loopbreak.agent.budget import Budgets, ModelPrice, Usage
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
+from loopbreak.agent.kill_switch import KillSwitch
 from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
 from loopbreak.agent.receipt import Receipt, ReceiptState, RunEvidence, save_receipt
 
@@ -26,6 +30,7 @@ __all__ = [
     "Decision",
     "DecisionKind",
     "JsonLinesSink",
+    "KillSwitch",
     "LoggingSink",
     "ModelPrice",
     "PolicyConfig",

@@ -74,6 +74,7 @@ class SqliteSink:
                 "limit_value": event["limit"],
                 "action_key": event["action_key"],
                 "elapsed": event["elapsed"],
+                "message": event["message"],
                 "recorded_at": utc_now(),
             },
         )

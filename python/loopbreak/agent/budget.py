@@ -5,7 +5,10 @@ A budget left at None is not enforced; by default only the step limit bounds a r
 (``PolicyConfig.max_steps``), because no token or money figure fits every model. A budget is
 exhausted once the amount used reaches its limit (``value >= limit``): a run with
 ``max_tool_calls=10`` makes 10 calls and the 11th is refused; a run with
-``max_total_tokens=1000`` that has used 1000 tokens takes no further step.
+``max_total_tokens=1000`` that has used 1000 tokens takes no further step. The policy's stop
+names the budget as its field does (reason ``max_tool_calls``, ``max_total_tokens``, ...; see
+``loopbreak.agent.decision.BUDGET_STOPS``), and its ``check`` what was measured (``tool_calls``,
+``total_tokens``, ...).
 """
 
 from __future__ import annotations

@@ -8,14 +8,22 @@ log never has to recompute why a run stopped.
 Semantics of ``value`` and ``limit`` (the same for every check): ``value`` is what the run has
 already used (steps started, tokens spent, identical calls made, steps without progress) and a
 check stops once ``value >= limit``: the budget is spent, so the next step, call or token would
-go over it.
+go over it. The kill switch is measured the same way: an engaged switch is ``value`` 1 against
+``limit`` 1.
+
+A stop's ``reason`` names the setting that stopped the run, as the configuration spells it
+(``max_steps``, ``max_total_tokens``, ...), or the condition (``loop_detected``, ``no_progress``,
+``kill_switch``); ``check`` says what was measured (``steps``, ``total_tokens``, ...). A stop
+also carries ``message``: one line for the people waiting on the run, saying why it stopped and
+what to do next (``PolicyConfig.stop_messages``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Optional, Union
+from types import MappingProxyType
+from typing import Any, Mapping, Optional, Union
 
 Number = Union[int, float]
 
@@ -29,16 +37,24 @@ class DecisionKind(str, Enum):
 
 
 class Reason(str, Enum):
-    """Why a check decided what it did."""
+    """Why a check decided what it did. The first four allow or warn; every other one is a stop:
+    the step cap, the loop conditions, one member per budget (named like its ``Budgets`` field)
+    and the kill switch."""
 
     WITHIN_LIMITS = "within_limits"
     STEPS_RUNNING_OUT = "steps_running_out"
     FINAL_STEP = "final_step"
     FINAL_STEP_LOCKDOWN = "final_step_lockdown"
-    STEP_LIMIT = "step_limit"
+    MAX_STEPS = "max_steps"
     LOOP_DETECTED = "loop_detected"
     NO_PROGRESS = "no_progress"
-    BUDGET_EXHAUSTED = "budget_exhausted"
+    MAX_SECONDS = "max_seconds"
+    MAX_COST = "max_cost"
+    MAX_INPUT_TOKENS = "max_input_tokens"
+    MAX_OUTPUT_TOKENS = "max_output_tokens"
+    MAX_TOTAL_TOKENS = "max_total_tokens"
+    MAX_TOOL_CALLS = "max_tool_calls"
+    KILL_SWITCH = "kill_switch"
 
 
 class Check(str, Enum):
@@ -53,6 +69,21 @@ class Check(str, Enum):
     OUTPUT_TOKENS = "output_tokens"
     TOTAL_TOKENS = "total_tokens"
     TOOL_CALLS = "tool_calls"
+    KILL_SWITCH = "kill_switch"
+
+
+BUDGET_STOPS: Mapping[Check, Reason] = MappingProxyType(
+    {
+        Check.SECONDS: Reason.MAX_SECONDS,
+        Check.COST: Reason.MAX_COST,
+        Check.INPUT_TOKENS: Reason.MAX_INPUT_TOKENS,
+        Check.OUTPUT_TOKENS: Reason.MAX_OUTPUT_TOKENS,
+        Check.TOTAL_TOKENS: Reason.MAX_TOTAL_TOKENS,
+        Check.TOOL_CALLS: Reason.MAX_TOOL_CALLS,
+    }
+)
+"""The stop reason of each budget: ``decision.reason in BUDGET_STOPS.values()`` matches any
+budget stop."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +93,8 @@ class Decision:
     ``seq`` numbers the run's decisions from 0 in the order they were made; ``step`` is the
     zero-based step they belong to; ``action_key`` is the normalized tool call a tool-call check
     looked at (None for step checks); ``elapsed`` is seconds since the policy was created, by the
-    policy's clock. ``limit`` is None when the check has no limit configured.
+    policy's clock. ``limit`` is None when the check has no limit configured. ``message`` is the
+    one line for people of a stop (None for allow and warn, which guide the model instead).
     """
 
     run_id: str
@@ -75,6 +107,7 @@ class Decision:
     limit: Optional[Number]
     action_key: Optional[str]
     elapsed: float
+    message: Optional[str]
 
     @property
     def stopped(self) -> bool:
@@ -94,4 +127,5 @@ class Decision:
             "limit": self.limit,
             "action_key": self.action_key,
             "elapsed": self.elapsed,
+            "message": self.message,
         }

@@ -9,9 +9,12 @@ One ``RunPolicy`` governs one run (one agent turn). The loop calls:
 - ``check_tool_call(tool, arguments)`` before running each tool call the model asked for;
 - ``after_step(progress)`` when the step's tool results are in, with the progress it made.
 
-Each check returns a ``Decision`` (allow, warn or stop) and records it in the audit log. After a
-stop the run is over: further checks raise ``RunStopped`` (a ``RuntimeError``), and a tool-call or
-end-of-step check with no step running raises ``NoStepStarted``.
+Each check returns a ``Decision`` (allow, warn or stop) and records it in the audit log; a stop
+carries a one-line ``message`` for people (``PolicyConfig.stop_messages``). Before each step and
+each tool call the policy also asks the kill switch (``loopbreak.agent.kill_switch``): an
+engaged switch stops the run with ``kill_switch``. After a stop the run is over: further checks
+raise ``RunStopped``; a tool-call or progress check with no step in progress raises
+``StepNotStarted``.
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Optional
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from loopbreak.agent import _validate
 from loopbreak.agent.actions import Arguments, action_key, cycle_copies
+from loopbreak.agent.kill_switch import KillSwitch, Switch
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.budget import BudgetCheck, BudgetMeter, Budgets, Usage
-from loopbreak.agent.decision import Check, Decision, DecisionKind, Number, Reason
-from loopbreak.errors import NoStepStarted, RunStopped
+from loopbreak.agent.decision import BUDGET_STOPS, Check, Decision, DecisionKind, Number, Reason
+from loopbreak.errors import RunStopped, StepNotStarted
 
 LOCKDOWN_ENV = "LOOPBREAK_FINAL_STEP_LOCKDOWN"
 _ENV_TRUE = frozenset({"1", "true", "yes", "on"})
@@ -51,13 +56,48 @@ LOCKDOWN_INSTRUCTION = (
     "you found, and what is left to do."
 )
 
+_NEXT = " Rephrase the request or start a new run with a narrower scope."
+DEFAULT_STOP_MESSAGES: Mapping[Reason, str] = MappingProxyType(
+    {
+        Reason.MAX_STEPS: "The run stopped after reaching its step limit ({limit} steps)." + _NEXT,
+        Reason.LOOP_DETECTED: (
+            "The run stopped because it kept repeating the same action ({value} times in a row)."
+            + _NEXT
+        ),
+        Reason.NO_PROGRESS: "The run stopped after {value} steps without progress." + _NEXT,
+        Reason.MAX_SECONDS: (
+            "The run stopped after reaching its time limit ({limit:g} seconds)." + _NEXT
+        ),
+        Reason.MAX_COST: "The run stopped after reaching its cost budget ({limit:g})." + _NEXT,
+        Reason.MAX_INPUT_TOKENS: (
+            "The run stopped after reaching its input token budget ({limit} tokens)." + _NEXT
+        ),
+        Reason.MAX_OUTPUT_TOKENS: (
+            "The run stopped after reaching its output token budget ({limit} tokens)." + _NEXT
+        ),
+        Reason.MAX_TOTAL_TOKENS: (
+            "The run stopped after reaching its token budget ({limit} tokens)." + _NEXT
+        ),
+        Reason.MAX_TOOL_CALLS: (
+            "The run stopped after reaching its tool-call budget ({limit} calls)." + _NEXT
+        ),
+        Reason.KILL_SWITCH: (
+            "The run was stopped by an operator's emergency switch; the work done so far is "
+            "kept. Try again later."
+        ),
+    }
+)
+"""The message for people of each stop reason: why the run stopped and what to do next, one
+line. ``{value}`` and ``{limit}`` are the decision's numbers (format specs like ``{limit:g}``
+work)."""
+
 
 @dataclass(frozen=True)
 class PolicyConfig:
     """Every limit and threshold of the run policy. Defaults:
 
     - ``max_steps`` = 50: model calls per run. Steps are numbered from 0; the last is
-      ``max_steps - 1`` and ``before_step`` for step ``max_steps`` stops with ``step_limit``.
+      ``max_steps - 1`` and ``before_step`` for step ``max_steps`` stops with ``max_steps``.
     - ``warning_steps`` = 5: the steps just before the final one get the addendum "Only N
       tool-use steps remain in this turn ..." with N counting down to 1 (with 50 steps: steps
       44-48, N = 5..1). N counts the steps left before the final one, this one included; the
@@ -75,6 +115,9 @@ class PolicyConfig:
     - ``no_progress_window`` = 4: steps in a row without a new progress signal that stop with
       ``no_progress``; None turns the check off.
     - ``budgets`` = ``Budgets()``: seconds, money, tokens, tool calls; none enforced by default.
+    - ``stop_messages``: the one-line message for people of each stop reason, replacing the
+      defaults of ``DEFAULT_STOP_MESSAGES`` for the reasons given (keys: ``Reason`` members or
+      their values). After validation it holds every stop reason's message in force.
     """
 
     max_steps: int = 50
@@ -84,6 +127,7 @@ class PolicyConfig:
     max_cycle_length: int = 4
     no_progress_window: Optional[int] = 4
     budgets: Budgets = field(default_factory=Budgets)
+    stop_messages: Mapping[Union[Reason, str], str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate.count("max_steps", self.max_steps, 1)
@@ -99,6 +143,8 @@ class PolicyConfig:
             _validate.count("no_progress_window", self.no_progress_window, 1)
         if not isinstance(self.budgets, Budgets):
             raise TypeError(f"budgets must be a Budgets, got {type(self.budgets).__name__}")
+        # The messages in force, read-only, so a frozen config cannot change behind the policy.
+        object.__setattr__(self, "stop_messages", _stop_messages(self.stop_messages))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,7 +155,41 @@ class PolicyConfig:
             "max_cycle_length": self.max_cycle_length,
             "no_progress_window": self.no_progress_window,
             "budgets": self.budgets.to_dict(),
+            "stop_messages": {
+                Reason(reason).value: text for reason, text in self.stop_messages.items()
+            },
         }
+
+    def stop_message(self, reason: Reason, value: Number, limit: Number) -> str:
+        """The message for people of a stop with ``reason`` at ``value`` against ``limit``."""
+        return self.stop_messages[reason].format(value=value, limit=limit)
+
+
+def _stop_messages(given: object) -> Mapping[Reason, str]:
+    if not isinstance(given, Mapping):
+        raise TypeError(f"stop_messages must be a mapping, got {type(given).__name__}")
+    messages = dict(DEFAULT_STOP_MESSAGES)
+    for key, text in given.items():
+        # A Reason is a str: its value ("max_steps") finds it too.
+        reason = next((stop for stop in DEFAULT_STOP_MESSAGES if stop == key), None)
+        if reason is None:
+            stops = ", ".join(stop.value for stop in DEFAULT_STOP_MESSAGES)
+            raise ValueError(f"stop_messages keys must be stop reasons ({stops}), got {key!r}")
+        name = f"stop_messages[{reason.value!r}]"
+        _validate.text(name, text)
+        if "\n" in text or "\r" in text:
+            raise ValueError(f"{name} must be one line")
+        # Formatted at the stop, where it must not fail: values may be ints or floats.
+        try:
+            text.format(value=1, limit=1)
+            text.format(value=1.5, limit=1.5)
+        except (KeyError, IndexError, ValueError, AttributeError) as error:
+            raise ValueError(
+                f"{name} may use only the fields {{value}} and {{limit}}, with a format that "
+                f"takes ints and floats: {error!r}"
+            ) from None
+        messages[reason] = text
+    return MappingProxyType(messages)
 
 
 def lockdown_from_env() -> bool:
@@ -158,8 +238,9 @@ class RunPolicy:
 
     ``run_id`` defaults to a random hex id. ``audit`` receives every decision (default: an
     in-memory ``AuditLog``). ``clock`` measures wall-clock seconds (inject a fake in tests).
-    ``config.final_step_lockdown`` left at None is read from the environment here, so
-    ``self.config`` holds the values in force.
+    ``kill_switch`` is asked before each step and tool call; None takes the ``KillSwitch`` that
+    ``LOOPBREAK_KILL_SWITCH`` names (no switch when it is unset). ``config.final_step_lockdown``
+    left at None is read from the environment here, so ``self.config`` holds the values in force.
     """
 
     def __init__(
@@ -169,6 +250,7 @@ class RunPolicy:
         run_id: Optional[str] = None,
         audit: Optional[AuditLog] = None,
         clock: Callable[[], float] = time.monotonic,
+        kill_switch: Optional[Switch] = None,
     ) -> None:
         config = config if config is not None else PolicyConfig()
         if not isinstance(config, PolicyConfig):
@@ -178,6 +260,12 @@ class RunPolicy:
         self.config = config
         self.run_id = _validate.text("run_id", run_id) if run_id is not None else uuid.uuid4().hex
         self.audit = audit if audit is not None else AuditLog()
+        if kill_switch is not None and not isinstance(kill_switch, Switch):
+            raise TypeError(
+                "kill_switch must have an engaged() method (a KillSwitch), "
+                f"got {type(kill_switch).__name__}"
+            )
+        self.kill_switch = kill_switch if kill_switch is not None else KillSwitch.from_env()
         self._meter = BudgetMeter(config.budgets, clock)
         self._decisions = 0
         self._step: Optional[int] = None
@@ -189,6 +277,7 @@ class RunPolicy:
         )
         self._progress_seen: set[bytes] = set()
         self._steps_without_progress = 0
+        self._last_progress_step: Optional[int] = None
 
     @property
     def step(self) -> Optional[int]:
@@ -200,6 +289,12 @@ class RunPolicy:
         """The stop decision that ended the run, or None while it may go on."""
         return self._stop
 
+    @property
+    def last_progress_step(self) -> Optional[int]:
+        """The last step whose ``after_step`` reported a new progress signal, or None if none
+        has: the run's last durable progress."""
+        return self._last_progress_step
+
     def usage(self) -> Usage:
         return self._meter.usage()
 
@@ -208,17 +303,22 @@ class RunPolicy:
         return self._meter.checks()
 
     def before_step(self, system_prompt: str) -> StepPlan:
-        """Decides whether the next step may run and how: stop at the step limit or an
-        exhausted budget (other than tool calls); otherwise allow, warn (``steps_running_out``) or, on the final step,
-        warn with the nudge (``final_step``) or the lockdown (``final_step_lockdown``)."""
+        """Decides whether the next step may run and how: stop on the kill switch, at the step
+        limit (``max_steps``) or on an exhausted budget other than tool calls (named by the
+        budget: ``max_total_tokens``, ...); otherwise allow, warn (``steps_running_out``) or, on
+        the final step, warn with the nudge (``final_step``) or the lockdown
+        (``final_step_lockdown``)."""
         if not isinstance(system_prompt, str):
             raise TypeError(f"system_prompt must be a str, got {type(system_prompt).__name__}")
         self._require_running()
         step = 0 if self._step is None else self._step + 1
+        if self._kill_switch_engaged():
+            stop = self._kill_switch_stop(step, key=None)
+            return StepPlan(stop, system_prompt, "", tools_enabled=False)
         max_steps = self.config.max_steps
         if step >= max_steps:
             stop = self._decide(
-                step, DecisionKind.STOP, Reason.STEP_LIMIT, Check.STEPS, step, max_steps
+                step, DecisionKind.STOP, Reason.MAX_STEPS, Check.STEPS, step, max_steps
             )
             return StepPlan(stop, system_prompt, "", tools_enabled=False)
         # A spent tool-call budget does not stop a step: the step can still answer in text.
@@ -242,11 +342,14 @@ class RunPolicy:
         self._meter.record_usage(model, input_tokens, output_tokens)
 
     def check_tool_call(self, tool: str, arguments: Arguments = None) -> Decision:
-        """Decides whether a tool call the model asked for may run: stop on an exhausted budget
-        (tool calls included), or with ``loop_detected`` when the call would be copy
-        ``max_repeat_action + 1`` of one call or cycle in a row. An allowed call is counted."""
+        """Decides whether a tool call the model asked for may run: stop on the kill switch, on
+        an exhausted budget (tool calls included), or with ``loop_detected`` when the call would
+        be copy ``max_repeat_action + 1`` of one call or cycle in a row. An allowed call is
+        counted."""
         step = self._current_step()
         key = action_key(tool, arguments)
+        if self._kill_switch_engaged():
+            return self._kill_switch_stop(step, key)
         exhausted = self._meter.exhausted()
         if exhausted is not None:
             return self._budget_stop(step, exhausted, key)
@@ -278,7 +381,10 @@ class RunPolicy:
         self._step_ended = True
         new_signals = signals - self._progress_seen
         self._progress_seen |= new_signals
-        self._steps_without_progress = 0 if new_signals else self._steps_without_progress + 1
+        if new_signals:
+            self._steps_without_progress, self._last_progress_step = 0, step
+        else:
+            self._steps_without_progress += 1
         window = self.config.no_progress_window
         if window is not None and self._steps_without_progress >= window:
             kind, reason = DecisionKind.STOP, Reason.NO_PROGRESS
@@ -290,20 +396,26 @@ class RunPolicy:
 
     def _require_running(self) -> None:
         if self._stop is not None:
-            raise RunStopped(
-                f"run {self.run_id} already stopped at step {self._stop.step} "
-                f"({self._stop.reason.value}); start a new RunPolicy for a new run"
-            )
+            raise RunStopped(self._stop)
 
     def _current_step(self) -> int:
         self._require_running()
         if self._step is None:
-            raise NoStepStarted("no step started: call before_step first")
+            raise StepNotStarted("no step started: call before_step first")
         if self._step_ended:
-            raise NoStepStarted(
+            raise StepNotStarted(
                 f"step {self._step} already ended with after_step: call before_step first"
             )
         return self._step
+
+    def _kill_switch_engaged(self) -> bool:
+        return self.kill_switch is not None and self.kill_switch.engaged()
+
+    def _kill_switch_stop(self, step: int, key: Optional[str]) -> Decision:
+        # Engaged is 1 against a limit of 1, so value >= limit reads as for every other stop.
+        return self._decide(
+            step, DecisionKind.STOP, Reason.KILL_SWITCH, Check.KILL_SWITCH, 1, 1, key
+        )
 
     def _guidance(self, step: int) -> tuple[DecisionKind, Reason, str, bool]:
         """Decision kind, reason, system-prompt addendum and whether tools stay on, for a step
@@ -326,7 +438,7 @@ class RunPolicy:
         return self._decide(
             step,
             DecisionKind.STOP,
-            Reason.BUDGET_EXHAUSTED,
+            BUDGET_STOPS[exhausted.budget],
             exhausted.budget,
             exhausted.value,
             exhausted.limit,
@@ -343,6 +455,10 @@ class RunPolicy:
         limit: Optional[Number],
         key: Optional[str] = None,
     ) -> Decision:
+        message = None
+        if kind is DecisionKind.STOP:
+            assert limit is not None  # every stop is a value held against its limit
+            message = self.config.stop_message(reason, value, limit)
         decision = Decision(
             run_id=self.run_id,
             seq=self._decisions,
@@ -354,6 +470,7 @@ class RunPolicy:
             limit=limit,
             action_key=key,
             elapsed=self._meter.elapsed(),
+            message=message,
         )
         self._decisions += 1
         if decision.stopped:

@@ -8,24 +8,33 @@ approval request. ``RunEvidence.receipt(verifier)`` then checks the expected ext
 decides one state, taking the first condition that holds in this priority order:
 
 ===================  ========================================================================
-FAILED               a tool failure that ended the run, a timeout, or a user abort
+FAILED               a tool failure ended the run
 WAITING              an approval was requested with an owner, a deadline and a resume token
 WAITING_UNROUTED     an approval was requested without one of them: nobody will act on it
-STUCK                the run was looping: loop_detected, no_progress (or another named stop
-                     condition), or a degeneration abort of the model's output
-BOUNDED_STOP         a step or budget limit stopped the run
+STUCK                the run was going nowhere: ``loop_detected``, ``no_progress`` (or another
+                     named stop condition), a degeneration abort of the model's output, or a
+                     timeout before any progress
+BOUNDED_STOP         a bound fired: the step cap (``max_steps``), a budget, the kill switch, a
+                     limit of the caller's, a user abort, or a timeout after progress
 VERIFIED_COMPLETE    the model finished (naturally or by a done tool) and the verifier confirmed
                      the result
-FALSE_COMPLETE       the model finished and the verifier found no result, however confident
-                     the final text
-UNCERTAIN            anything else: no ending was recorded, or a finish could not be checked
-                     (no verifier, or it raised)
+FALSE_COMPLETE       the model finished and no result receipt was obtained: the verifier found
+                     no result, or no verifier was given, however confident the final text
+UNCERTAIN            anything else: no ending was recorded, or the check itself failed (the
+                     verifier raised or returned a non-bool)
 ===================  ========================================================================
 
-The order means a timeout at the last allowed step is FAILED, not BOUNDED_STOP, and an approval
-request stays WAITING even if the model also wrote a final answer. The receipt keeps every piece
-of evidence, the inputs and outcome of each condition, the policy values in force and the usage,
-and serializes to JSON and to an SQLite ``receipts`` table.
+Progress, for a timeout: the run made progress when its policy saw a new progress signal
+(``RunPolicy.after_step``) before the timeout was recorded. A timeout after progress is a time
+bound that fired (keep the partial work); one before any is STUCK. A run without a policy has no
+progress evidence, so its timeouts are STUCK.
+
+The order means a timeout at the last allowed step that made no progress is STUCK, not
+BOUNDED_STOP, a tool failure at the step limit is FAILED, and an approval request stays WAITING
+even if the model also wrote a final answer. Each state has one next action for the operator
+(``ReceiptState.next_action``). The receipt keeps every piece of evidence, the inputs and
+outcome of each condition, the policy values in force and the usage, and serializes to JSON and
+to an SQLite ``receipts`` table.
 """
 
 from __future__ import annotations
@@ -57,6 +66,29 @@ class ReceiptState(str, Enum):
     FALSE_COMPLETE = "FALSE_COMPLETE"
     UNCERTAIN = "UNCERTAIN"
 
+    @property
+    def next_action(self) -> str:
+        """What the operator does next with a run in this state, in one line."""
+        return NEXT_ACTIONS[self]
+
+
+NEXT_ACTIONS: Mapping[ReceiptState, str] = MappingProxyType(
+    {
+        ReceiptState.FAILED: (
+            "Diagnose the tool boundary; do not blindly retry an uncertain side effect."
+        ),
+        ReceiptState.WAITING: "Route the decision and keep the run resumable.",
+        ReceiptState.WAITING_UNROUTED: "Add an owner and an escalation path.",
+        ReceiptState.STUCK: "Check the last durable progress and pick one bounded recovery.",
+        ReceiptState.BOUNDED_STOP: (
+            "Keep the partial work; decide whether a new bounded run is justified."
+        ),
+        ReceiptState.VERIFIED_COMPLETE: "Close the run.",
+        ReceiptState.FALSE_COMPLETE: "Check the destination or reopen the task.",
+        ReceiptState.UNCERTAIN: "Ask before acting.",
+    }
+)
+
 
 class EvidenceKind(str, Enum):
     """What the integration saw."""
@@ -75,7 +107,7 @@ class EvidenceKind(str, Enum):
 @dataclass(frozen=True)
 class Evidence:
     """One thing the integration saw. ``name`` is the kind, or for a stop condition or limit
-    the condition's own name (``loop_detected``, ``step_limit``, ...); ``step`` is the policy's
+    the condition's own name (``loop_detected``, ``max_steps``, ...); ``step`` is the policy's
     current step when it was recorded (None without a policy)."""
 
     kind: EvidenceKind
@@ -109,10 +141,10 @@ class Condition:
 class Receipt:
     """How one run ended. ``state`` is the first condition in ``conditions`` that held;
     ``reason`` names the evidence that made it hold (``no_outcome_recorded`` or
-    ``unverified_completion`` for UNCERTAIN). ``verified`` is the verifier's answer (None
+    ``verification_failed`` for UNCERTAIN). ``verified`` is the verifier's answer (None
     without a verifier, or when it failed: then ``verification_error`` says how). ``policy``
     and ``usage`` are the run policy's values in force and what the run used, when the evidence
-    was recorded with a policy."""
+    was recorded with a policy. ``next_action`` is the state's next action for the operator."""
 
     run_id: str
     state: ReceiptState
@@ -124,11 +156,16 @@ class Receipt:
     policy: Optional[PolicyConfig]
     usage: Optional[Usage]
 
+    @property
+    def next_action(self) -> str:
+        return self.state.next_action
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run_id": self.run_id,
             "state": self.state.value,
             "reason": self.reason,
+            "next_action": self.next_action,
             "verified": self.verified,
             "verification_error": self.verification_error,
             "evidence": [item.to_dict() for item in self.evidence],
@@ -153,10 +190,10 @@ class RunEvidence:
     """Collects the evidence of one run and builds its receipt.
 
     With ``policy``, the run id is the policy's (unless given, then they must match), each
-    piece of evidence is stamped with the policy's current step, the policy's stop decision is
-    added as evidence when the receipt is built (``step_limit`` and ``budget_exhausted`` as a
-    limit, ``loop_detected`` and ``no_progress`` as a stop condition), and the receipt carries
-    the policy's values and usage.
+    piece of evidence is stamped with the policy's current step, a timeout with the policy's
+    last progress, the policy's stop decision is added as evidence when the receipt is built
+    (``loop_detected`` and ``no_progress`` as a stop condition; ``max_steps``, the budgets and
+    ``kill_switch`` as a limit), and the receipt carries the policy's values and usage.
     """
 
     def __init__(
@@ -233,13 +270,15 @@ class RunEvidence:
         self._add(EvidenceKind.DEGENERATION, reason=reason, finding=finding)
 
     def record_user_abort(self, detail: ErrorDetail = "") -> None:
-        """The user stopped the run."""
+        """The user stopped the run: a bound the user applied (BOUNDED_STOP)."""
         self._add(EvidenceKind.USER_ABORT, detail=_described(detail))
 
     def record_timeout(self, detail: ErrorDetail = "") -> None:
         """A timeout ended the run (a request or tool timing out; the policy's seconds budget
-        is a limit instead)."""
-        self._add(EvidenceKind.TIMEOUT, detail=_described(detail))
+        is a limit instead). Records the policy's ``last_progress_step``: a timeout after
+        progress is BOUNDED_STOP, one before any (or without a policy) STUCK."""
+        progress = None if self.policy is None else self.policy.last_progress_step
+        self._add(EvidenceKind.TIMEOUT, detail=_described(detail), last_progress_step=progress)
 
     def record_tool_failure(self, tool: str, error: ErrorDetail) -> None:
         """A tool failed and the run ended because of it. A tool error the model saw and worked
@@ -273,13 +312,14 @@ class RunEvidence:
     def receipt(self, verifier: Optional[Verifier] = None) -> Receipt:
         """Builds the receipt. ``verifier`` checks the expected external result and returns a
         bool; it is called once, whatever the state, so the receipt shows the result even for
-        a stopped run. If it raises or returns a non-bool, the receipt records the error and
-        a finish counts as unverified: a receipt is built for every run."""
+        a stopped run. Without a verifier a finish has no result receipt: FALSE_COMPLETE. If
+        it raises or returns a non-bool, the receipt records the error and a finish is
+        UNCERTAIN (the check itself failed): a receipt is built for every run."""
         evidence = list(self._evidence)
         if self.policy is not None and self.policy.stop is not None:
             evidence.append(_policy_stop(self.policy.stop))
         verified, verification_error = _verify(verifier)
-        conditions, reason = _classify(evidence, verified)
+        conditions, reason = _classify(evidence, verified, verification_error is not None)
         decided = next(condition for condition in conditions if condition.held)
         return Receipt(
             run_id=self.run_id,
@@ -319,14 +359,19 @@ def save_receipt(db: Database, receipt: Receipt) -> int:
     )
 
 
-_FAILURES = (EvidenceKind.TOOL_FAILURE, EvidenceKind.TIMEOUT, EvidenceKind.USER_ABORT)
 _LOOPING = (EvidenceKind.STOP_CONDITION, EvidenceKind.DEGENERATION)
+_BOUNDS = (EvidenceKind.LIMIT, EvidenceKind.USER_ABORT)
 _CLAIMS = (EvidenceKind.NATURAL_FINISH, EvidenceKind.DONE_TOOL)
-_LIMIT_REASONS = (Reason.STEP_LIMIT, Reason.BUDGET_EXHAUSTED)
+# The policy's stops that mean the run was going nowhere; every other stop is a bound.
+_POLICY_STOP_CONDITIONS = (Reason.LOOP_DETECTED, Reason.NO_PROGRESS)
 
 
 def _policy_stop(stop: Decision) -> Evidence:
-    kind = EvidenceKind.LIMIT if stop.reason in _LIMIT_REASONS else EvidenceKind.STOP_CONDITION
+    kind = (
+        EvidenceKind.STOP_CONDITION
+        if stop.reason in _POLICY_STOP_CONDITIONS
+        else EvidenceKind.LIMIT
+    )
     return Evidence(kind, stop.reason.value, stop.step, MappingProxyType(stop.to_dict()))
 
 
@@ -345,7 +390,7 @@ def _verify(verifier: Optional[Verifier]) -> tuple[Optional[bool], Optional[str]
 
 
 def _classify(
-    evidence: list[Evidence], verified: Optional[bool]
+    evidence: list[Evidence], verified: Optional[bool], verification_failed: bool
 ) -> tuple[tuple[Condition, ...], str]:
     """Every state's condition in priority order, and the reason for the first that held: the
     name of the first evidence behind it. The last condition, UNCERTAIN, always holds."""
@@ -359,11 +404,33 @@ def _classify(
     approvals = having(EvidenceKind.APPROVAL_REQUESTED)
     routed = [item for item in approvals if not item.details["missing"]]
     unrouted = [item for item in approvals if item.details["missing"]]
+    def timeout(item: Evidence, *, after_progress: bool) -> bool:
+        if item.kind is not EvidenceKind.TIMEOUT:
+            return False
+        return (item.details["last_progress_step"] is not None) is after_progress
+
+    # In the order recorded, so the reason is the first evidence behind the state.
+    stuck = [
+        item for item in evidence if item.kind in _LOOPING or timeout(item, after_progress=False)
+    ]
+    bounded = [
+        item for item in evidence if item.kind in _BOUNDS or timeout(item, after_progress=True)
+    ]
+    before_progress = [item for item in stuck if item.kind is EvidenceKind.TIMEOUT]
+    after_progress = [item for item in bounded if item.kind is EvidenceKind.TIMEOUT]
     claims = having(*_CLAIMS)
-    claim_inputs = {**counts(*_CLAIMS), "verified": verified}
+    claim_inputs = {
+        **counts(*_CLAIMS),
+        "verified": verified,
+        "verification_failed": verification_failed,
+    }
     # Each state with the evidence that makes it hold (none: it does not) and its inputs.
     candidates = (
-        (ReceiptState.FAILED, having(*_FAILURES), counts(*_FAILURES)),
+        (
+            ReceiptState.FAILED,
+            having(EvidenceKind.TOOL_FAILURE),
+            counts(EvidenceKind.TOOL_FAILURE),
+        ),
         (
             ReceiptState.WAITING,
             routed,
@@ -374,10 +441,23 @@ def _classify(
             unrouted,
             {"approval_requested": len(approvals), "unrouted": len(unrouted)},
         ),
-        (ReceiptState.STUCK, having(*_LOOPING), counts(*_LOOPING)),
-        (ReceiptState.BOUNDED_STOP, having(EvidenceKind.LIMIT), counts(EvidenceKind.LIMIT)),
+        (
+            ReceiptState.STUCK,
+            stuck,
+            {**counts(*_LOOPING), "timeout_before_progress": len(before_progress)},
+        ),
+        (
+            ReceiptState.BOUNDED_STOP,
+            bounded,
+            {**counts(*_BOUNDS), "timeout_after_progress": len(after_progress)},
+        ),
         (ReceiptState.VERIFIED_COMPLETE, claims if verified is True else [], claim_inputs),
-        (ReceiptState.FALSE_COMPLETE, claims if verified is False else [], claim_inputs),
+        # No result receipt: the verifier said no, or there was none to ask.
+        (
+            ReceiptState.FALSE_COMPLETE,
+            claims if verified is not True and not verification_failed else [],
+            claim_inputs,
+        ),
     )
     conditions = tuple(Condition(state, bool(items), inputs) for state, items, inputs in candidates)
     uncertain = Condition(ReceiptState.UNCERTAIN, True, claim_inputs)
@@ -385,7 +465,7 @@ def _classify(
     if deciding is not None:
         reason = deciding[0].name
     else:
-        reason = "unverified_completion" if claims else "no_outcome_recorded"
+        reason = "verification_failed" if claims else "no_outcome_recorded"
     return (*conditions, uncertain), reason
 
 

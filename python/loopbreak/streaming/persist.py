@@ -2,7 +2,10 @@
 
 A row holds the text to keep (``persist_text``: a loop is cut to its first copies plus a
 marker, so it is never replayed to the model or shown at full length), the status, the
-stop reason and the finding as JSON. Every saver takes a ``loopbreak.store.Database``.
+stop reason and the finding as JSON. When the agent's run policy stopped the run in that turn,
+``stop_message`` keeps the stop's one line for people (``Decision.message``): the app shows it
+under the turn's text, and it is never part of the text replayed to the model. Every saver takes
+a ``loopbreak.store.Database``.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from loopbreak.streaming.guard import AsyncGuarded, Guarded
 NO_TEXT_MARKER = "(No answer was written in this turn; the work may be incomplete.)"
 """Stored instead of an empty (or whitespace-only) text, so a turn that produced nothing reads
 as unfinished rather than as an empty answer. Pass ``empty_text=`` to say something else, e.g.
-"(The step limit was reached before a final answer was written; the work may be incomplete.)"."""
+``empty_text=decision.message`` when the run policy stopped the run in a turn that wrote
+nothing."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class Run:
     error: Optional[str]
     text: str
     finding: Optional[dict[str, Any]]
+    stop_message: Optional[str]
     created_at: str
 
 
@@ -41,6 +46,7 @@ def save_run(
     error: Optional[str] = None,
     finding: Optional[Mapping[str, Any]] = None,
     empty_text: str = NO_TEXT_MARKER,
+    stop_message: Optional[str] = None,
 ) -> int:
     """Inserts one run and returns its id. ``text`` is stored as given (pass the trimmed
     text), or ``empty_text`` when it has no visible character."""
@@ -50,6 +56,8 @@ def save_run(
             raise TypeError(f"{name} must be a str, not {type(value).__name__}")
     if not status:
         raise ValueError("status must not be empty")
+    if stop_message is not None and not isinstance(stop_message, str):
+        raise TypeError(f"stop_message must be a str or None, not {type(stop_message).__name__}")
     return db.insert(
         "runs",
         {
@@ -57,6 +65,7 @@ def save_run(
             "error": error,
             "text": text if text.strip() else empty_text,
             "finding": None if finding is None else json.dumps(dict(finding), ensure_ascii=False),
+            "stop_message": stop_message,
             "created_at": utc_now(),
         },
     )
@@ -67,11 +76,14 @@ def save_result(
     result: Union[Guarded[Any], AsyncGuarded[Any], DegenerationDetected],
     *,
     empty_text: str = NO_TEXT_MARKER,
+    stop_message: Optional[str] = None,
 ) -> int:
     """Saves how a guarded stream ended: its ``persist_text``, status, reason and finding.
 
     Takes the guard (after the stream ended, however it ended) or the ``DegenerationDetected``
-    it raised. Raises ``ValueError`` for a guard that is still streaming.
+    it raised. Raises ``ValueError`` for a guard that is still streaming. ``empty_text`` and
+    ``stop_message`` are as for ``save_run``: e.g. ``stop_message=decision.message`` when the
+    policy stopped the run in this turn.
     """
     if isinstance(result, DegenerationDetected):
         return save_run(
@@ -81,6 +93,7 @@ def save_result(
             error=result.reason,
             finding=result.degeneration.to_dict(),
             empty_text=empty_text,
+            stop_message=stop_message,
         )
     if not isinstance(result, (Guarded, AsyncGuarded)):
         raise TypeError(f"expected a guard or DegenerationDetected, not {type(result).__name__}")
@@ -94,6 +107,7 @@ def save_result(
         error=None if result.status == "ok" else result.reason,
         finding=None if degeneration is None else degeneration.to_dict(),
         empty_text=empty_text,
+        stop_message=stop_message,
     )
 
 
@@ -101,11 +115,12 @@ def load_run(db: Database, run_id: int) -> Run:
     """Reads one run back; raises ``RunNotFound`` if there is none with that id."""
     check_database(db)
     row = db.connection.execute(
-        "SELECT id, status, error, text, finding, created_at FROM runs WHERE id = ?", (run_id,)
+        "SELECT id, status, error, text, finding, stop_message, created_at FROM runs WHERE id = ?",
+        (run_id,),
     ).fetchone()
     if row is None:
         raise RunNotFound(f"no run with id {run_id}")
-    run_id, status, error, text, finding_json, created_at = row
+    run_id, status, error, text, finding_json, stop_message, created_at = row
     finding = None if finding_json is None else json.loads(finding_json)
-    return Run(run_id, status, error, text, finding, created_at)
+    return Run(run_id, status, error, text, finding, stop_message, created_at)
 
