@@ -8,7 +8,7 @@ use pyo3::types::{PyBytes, PyString};
 use super::findings::{wrap, PyFinding};
 use super::input::{text_arg, tokens_arg, Text, DETACH_ABOVE_BYTES};
 use super::rules::{rules_arg, PyRules};
-use crate::{map_parallel, Rule};
+use crate::map_parallel;
 
 /// Every degenerate region of a whole text.
 #[pyfunction]
@@ -54,8 +54,8 @@ pub fn scan_many(
 
 /// `scan_many` over an Arrow-style string column given as its UTF-8 `data` buffer and its
 /// `offsets` buffer (int32 or int64, one more than the rows): returns the findings as columns
-/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at), rule coded as
-/// 0 periodic_run, 1 long_block, 2 identical_lines.
+/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at), the rule as
+/// its code (`Rule::code`: its place in `RULE_NAMES`).
 #[pyfunction]
 #[pyo3(signature = (data, offsets, rules = None, threads = None))]
 pub fn scan_utf8_columns<'py>(
@@ -86,12 +86,14 @@ pub fn scan_utf8_columns<'py>(
     let mut columns: [Vec<u8>; 6] = Default::default();
     for (row, findings) in found.iter().enumerate() {
         for f in findings {
-            let rule = match f.rule {
-                Rule::PeriodicRun => 0,
-                Rule::LongBlock => 1,
-                Rule::IdenticalLines => 2,
-            };
-            let values = [row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64];
+            let values = [
+                row as i64,
+                i64::from(f.rule.code()),
+                f.period as i64,
+                f.start as i64,
+                f.repeats as i64,
+                f.detected_at as i64,
+            ];
             for (column, value) in columns.iter_mut().zip(values) {
                 column.extend_from_slice(&value.to_le_bytes());
             }
