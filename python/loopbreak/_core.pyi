@@ -11,6 +11,10 @@ DEFAULT_KEEP: Final[int]
 
 RuleName = Literal["periodic_run", "long_block", "identical_lines"]
 
+RULE_NAMES: Final[tuple[RuleName, ...]]
+"""Every rule's name in code order: the rule column of ``scan_utf8_columns`` holds indexes into
+this tuple."""
+
 class Rules:
     """Thresholds of the three rules, validated on construction.
 
@@ -177,7 +181,8 @@ def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Opti
 
 def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
     """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``):
-    six little-endian int64 columns (row, rule code, period, start, repeats, detected_at).
+    six little-endian int64 columns (row, rule code, period, start, repeats, detected_at), the
+    rule code indexing ``RULE_NAMES``.
     Used by ``loopbreak.scan_columns``."""
 
 class Detector:
