@@ -25,9 +25,10 @@ Each product is a subpackage, imported when used:
 - ``loopbreak.store`` (the SQLite database every product writes) and ``loopbreak.errors``.
 """
 
-from loopbreak._batch import RULE_NAMES, scan_columns, scan_many
+from loopbreak._batch import scan_columns, scan_many
 from loopbreak._core import (
     DEFAULT_KEEP,
+    RULE_NAMES,
     Detector,
     Finding,
     Removal,

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
 
-from loopbreak._core import Finding, Rules, scan_utf8_columns
+from loopbreak._core import RULE_NAMES, Finding, Rules, scan_utf8_columns
 from loopbreak._core import scan_many as _scan_many
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-# The code of each rule in the `rule` column.
-RULE_NAMES = ("periodic_run", "long_block", "identical_lines")
 COLUMNS = ("row", "rule", "period", "start", "repeats", "detected_at")
 
 Texts = Union[Sequence[str], Any]  # Any: a pyarrow StringArray, LargeStringArray or ChunkedArray

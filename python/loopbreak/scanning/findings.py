@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from loopbreak._core import Rules, Trimmed, trim
-from loopbreak._batch import RULE_NAMES, Texts, scan_columns, scan_many
+from loopbreak._batch import Texts, scan_columns, scan_many
+from loopbreak._core import RULE_NAMES
 
 # The keys of one finding record, in ``Finding.to_dict`` order, plus what trimming removes.
 RECORD_KEYS = ("rule", "period", "block", "start", "repeats", "detected_at", "trim_units")

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from loopbreak._batch import RULE_NAMES
+from loopbreak._core import RULE_NAMES
 from loopbreak.errors import ScanError
 from loopbreak.scanning.findings import BatchFindings
 from loopbreak.scanning.progress import Progress
