@@ -179,6 +179,10 @@ def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Opti
     """``[scan(t) for t in texts]`` on all cores (or ``threads``) with the GIL released.
     ``loopbreak.scan_many`` also takes pyarrow string arrays."""
 
+def scan_utf8_texts(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
+    """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``),
+    read from its buffers with no Python object per row. Used by ``loopbreak.scan_many``."""
+
 def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
     """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``):
     six little-endian int64 columns (row, rule code, period, start, repeats, detected_at), the

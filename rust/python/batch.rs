@@ -1,4 +1,5 @@
-//! Whole texts: `scan`, and `scan_many` / `scan_utf8_columns` over many texts on all cores.
+//! Whole texts: `scan`, and `scan_many` / `scan_utf8_texts` / `scan_utf8_columns` over many
+//! texts on all cores.
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -67,21 +68,8 @@ pub fn scan_utf8_columns<'py>(
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
-    let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
-    let ids = tokens_arg(offsets).or_else(|_| -> PyResult<Vec<u32>> {
-        let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
-        let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
-        narrowed.map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
-    })?;
-    let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
-    if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
-        return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
-    }
-    let rows: Vec<&str> = bounds
-        .iter()
-        .map(|&(a, b)| std::str::from_utf8(&data[a..b]))
-        .collect::<Result<_, _>>()
-        .map_err(|e| PyValueError::new_err(format!("a row is not valid UTF-8: {e}")))?;
+    let column = Utf8Column::read(py, data, offsets)?;
+    let rows = column.rows()?;
     let found = py.detach(|| crate::scan_many(&rows, &rules, threads));
     let mut columns: [Vec<u8>; 6] = Default::default();
     for (row, findings) in found.iter().enumerate() {
@@ -100,4 +88,56 @@ pub fn scan_utf8_columns<'py>(
         }
     }
     Ok(columns.iter().map(|c| PyBytes::new(py, c)).collect())
+}
+
+/// `scan_many` over an Arrow-style string column (see `scan_utf8_columns`), with the findings
+/// as `Finding` objects: no Python object is made for a row, only for a finding.
+#[pyfunction]
+#[pyo3(signature = (data, offsets, rules = None, threads = None))]
+pub fn scan_utf8_texts<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    rules: Option<&Bound<'py, PyRules>>,
+    threads: Option<i64>,
+) -> PyResult<Vec<Vec<PyFinding>>> {
+    let rules = rules_arg(rules);
+    let threads = threads_arg(threads)?;
+    let column = Utf8Column::read(py, data, offsets)?;
+    let rows = column.rows()?;
+    let found = py.detach(|| crate::scan_many(&rows, &rules, threads));
+    Ok(found.into_iter().map(wrap).collect())
+}
+
+/// An Arrow-style string column copied out of its buffers: the UTF-8 bytes and each row's range.
+struct Utf8Column {
+    data: Vec<u8>,
+    bounds: Vec<(usize, usize)>,
+}
+
+impl Utf8Column {
+    /// Reads `data` (bytes) and `offsets` (int32 or int64, one more than the rows), checking that
+    /// the offsets are non-decreasing and inside the data.
+    fn read(py: Python<'_>, data: &Bound<'_, PyAny>, offsets: &Bound<'_, PyAny>) -> PyResult<Utf8Column> {
+        let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+        let ids = tokens_arg(offsets).or_else(|_| -> PyResult<Vec<u32>> {
+            let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
+            let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
+            narrowed.map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
+        })?;
+        let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
+        if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
+            return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
+        }
+        Ok(Utf8Column { data, bounds })
+    }
+
+    /// Each row as text; an error names the first row that is not valid UTF-8.
+    fn rows(&self) -> PyResult<Vec<&str>> {
+        self.bounds
+            .iter()
+            .map(|&(a, b)| std::str::from_utf8(&self.data[a..b]))
+            .collect::<Result<_, _>>()
+            .map_err(|e| PyValueError::new_err(format!("a row is not valid UTF-8: {e}")))
+    }
 }

@@ -7,7 +7,7 @@
 //! - `input`: text and token ids from Python, code points back, the lock of streaming objects;
 //! - `rules`: `Rules`; `findings`: `Finding` and `TokenFinding`;
 //! - `detectors`: `Detector`, `TokenDetector`, `TokenStreams`;
-//! - `batch`: `scan`, `scan_many`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`.
+//! - `batch`: `scan`, `scan_many`, `scan_utf8_texts`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`.
 
 mod batch;
 mod detectors;
@@ -32,7 +32,7 @@ mod _core {
     use pyo3::types::PyTuple;
 
     #[pymodule_export]
-    use super::batch::{scan, scan_many, scan_utf8_columns};
+    use super::batch::{scan, scan_many, scan_utf8_columns, scan_utf8_texts};
     #[pymodule_export]
     use super::detectors::{PyDetector, PyTokenDetector, PyTokenStreams};
     #[pymodule_export]

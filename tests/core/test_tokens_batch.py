@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+from typing import Any
 
 import numpy as np
 import pytest
@@ -155,3 +156,41 @@ def test_findings_are_hashable_values() -> None:
     assert len(text_findings) == 1
     token_finding = loopbreak.TokenDetector().feed([1, 2, 3] * 200)
     assert token_finding is not None and hash(token_finding) == hash(loopbreak.TokenDetector().feed([1, 2, 3] * 200))
+
+
+# --- Arrow columns: nulls have no text, and a row is read from the buffers ---------------------
+
+
+def null_row_over_loop_bytes() -> Any:
+    """Three rows over one buffer of loop bytes, the middle one null (validity 0b101): its
+    offsets point at loop bytes, but a null has no text."""
+    import pyarrow as pa
+
+    loop = ("ab" * 400).encode()
+    offsets = np.array([0, 800, 1600, 2400], dtype=np.int32).tobytes()
+    buffers = [pa.py_buffer(bytes([0b101])), pa.py_buffer(offsets), pa.py_buffer(loop * 3)]
+    return pa.Array.from_buffers(pa.string(), 3, buffers, null_count=1)
+
+
+def test_a_null_arrow_row_has_no_findings_whatever_its_offsets_span() -> None:
+    column = null_row_over_loop_bytes()
+    assert column.null_count == 1 and column[1].as_py() is None
+    assert loopbreak.scan_columns(column)["row"].tolist() == [0, 2]
+    assert [len(findings) for findings in loopbreak.scan_many(column)] == [1, 0, 1]
+
+
+def test_an_arrow_column_is_scanned_from_its_buffers_like_a_list() -> None:
+    import pyarrow as pa
+
+    texts = ["clean", "ab" * 300, None, "loadTools." * 40]
+    as_list = loopbreak.scan_many([text or "" for text in texts])
+    for kind in (pa.string(), pa.large_string()):
+        column = pa.chunked_array([pa.array(texts[:2], kind), pa.array(texts[2:], kind)])
+        assert loopbreak.scan_many(column) == as_list
+        assert loopbreak.scan_many(column.chunk(1).slice(1)) == as_list[3:]
+
+
+def test_a_tuple_of_texts_is_a_sequence_like_a_list() -> None:
+    texts = ("clean", "ab" * 300)
+    assert loopbreak.scan_many(texts) == loopbreak.scan_many(list(texts))
+    assert loopbreak.scan_columns(texts)["row"].tolist() == [1]

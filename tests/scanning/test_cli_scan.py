@@ -452,3 +452,23 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     assert process.wait() == 1
     assert b"scanning:" in screen and b"%|" in screen
     assert "200 rows with findings" in (tmp_path / "out.txt").read_text()
+
+
+def test_one_record_for_a_finding_whatever_the_format() -> None:
+    """A line longer than the detector's window is reported by the part of it the window holds:
+    the record of its finding is the same from a list of texts and from an Arrow column (so
+    JSON lines, SQLite and text output agree with Parquet and Ray)."""
+    from loopbreak.scanning.findings import scan_batch
+
+    import random
+
+    words = ["model", "answer", "tool", "loader", "stream", "guard", "token", "agent", "plan"]
+    pick = random.Random(7).choice
+    long_line = " ".join(pick(words) for _ in range(4000))  # ~24,000 units: longer than the window
+    text = "header\n" + (long_line + "\n") * 30
+    as_list = scan_batch([text, "clean"])
+    as_arrow = scan_batch(pa.chunked_array([pa.array([text]), pa.array(["clean"])]))
+    assert as_list.records and as_list.records == as_arrow.records
+    assert as_list.rows == as_arrow.rows == [0]
+    (finding,) = loopbreak.scan(text)
+    assert as_list.records[0]["block"] == finding.block != text[finding.start : finding.start + finding.period]

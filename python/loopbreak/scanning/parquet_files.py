@@ -63,7 +63,7 @@ def _scan(source: Source, column: Optional[str], report: Report, advance: Callab
         # Without a copy to write, only the text column is read.
         for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=None if writer else [column]):
             texts = batch.column(column)
-            found = scan_batch(pc.fill_null(texts, "") if texts.null_count else texts)
+            found = scan_batch(texts)
             report.scanned(batch.num_rows)
             report.add(found, lambda row: {"path": path, "row": first_row + row})
             if writer is not None and pending is not None:

@@ -20,7 +20,6 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import ray.data
 
@@ -77,9 +76,7 @@ def read_parquet_rows(paths: Sequence[str], column: str) -> ray.data.Dataset:
 
 def _scan_table(batch: Any, column: str, keep: list[str], rules: Optional[dict[str, int]], threads: int) -> Any:
     texts = batch.column(column)
-    found = scan_batch(
-        pc.fill_null(texts, "") if texts.null_count else texts, Rules(**rules) if rules is not None else None, threads
-    )
+    found = scan_batch(texts, Rules(**rules) if rules is not None else None, threads)
     rows = pa.array(found.rows, pa.int64())
     columns = {name: batch.column(name).take(rows) for name in keep}
     for field in FINDING_SCHEMA:
