@@ -230,6 +230,41 @@ def test_close_from_another_thread_stops_the_stream() -> None:
     assert raised == [] and guarded.status == "cancelled" and upstream.closes == 1
 
 
+def test_close_from_another_thread_with_a_plain_generator_closes_it_after_its_pending_read() -> None:
+    """A plain generator cannot be closed while another thread runs it (Python refuses), so
+    ``close()`` returns at once, and the generator is closed as soon as its pending read
+    returns: nothing more is read or passed on (the documented limit; SDK streams, whose own
+    ``close()`` shuts their HTTP response, are closed at once)."""
+    release, blocked = threading.Event(), threading.Event()
+    state = {"read": 0, "closed": False}
+
+    def model() -> Iterator[str]:
+        try:
+            for i, delta in enumerate(DELTAS):
+                if i == 2:
+                    blocked.set()
+                    release.wait()
+                state["read"] += 1
+                yield delta
+        finally:
+            state["closed"] = True
+
+    guarded = guard(model())
+    received: list[str] = []
+    consumer = threading.Thread(target=lambda: received.extend(guarded))
+    consumer.start()
+    assert blocked.wait(timeout=60)
+    closer = threading.Thread(target=guarded.close)
+    closer.start()
+    closer.join(timeout=60)
+    assert not closer.is_alive()  # close() did not wait for the blocked read
+    assert not state["closed"]  # the generator is still running its read
+    release.set()
+    consumer.join(timeout=60)
+    assert state == {"read": 3, "closed": True}
+    assert received == DELTAS[:2] and guarded.status == "cancelled"
+
+
 # --- slow consumers: the guard never reads ahead ----------------------------------------------
 
 
