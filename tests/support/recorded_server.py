@@ -2,7 +2,8 @@
 
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` stream a recording chosen by the
 request's ``model``: ``"content:<id>"`` streams it as answer text, ``"tool:<id>"`` as the
-arguments of a ``write_file`` tool call (a JSON object whose ``content`` is the recording).
+arguments of a ``write_file`` tool call (a JSON object whose ``content`` is the recording), and
+any other name the loop ``DEFAULT_RECORDING`` as answer text.
 Deltas are token-sized and spaced by ``TOKEN_INTERVAL`` like a live model; every stream is
 logged, so a test can see whether the server sent everything or saw the client disconnect.
 The server runs in a thread on a free localhost port (``serve``).
@@ -62,8 +63,13 @@ def tool_arguments(recording_id: str) -> str:
     return json.dumps({"path": "notes.md", "content": RECORDED[recording_id].text})
 
 
+# A model name that names no recording (``gpt-4o-mini`` in the README's example) streams this
+# loop as answer text.
+DEFAULT_RECORDING = "d10-greedy"
+
+
 def _deltas(model: str) -> tuple[str, list[str]]:
-    kind, _, recording_id = model.partition(":")
+    kind, _, recording_id = model.partition(":") if ":" in model else ("content", "", DEFAULT_RECORDING)
     if kind == "content":
         return kind, token_deltas(RECORDED[recording_id].text)
     if kind == "tool":
