@@ -123,7 +123,7 @@ def test_scan_many_and_columns_match_scan(texts: list[str], threads: int | None)
     columns = loopbreak.scan_columns(texts, SMALL, threads)
     flat = [(row, f) for row, findings in enumerate(expected) for f in findings]
     assert columns["row"].tolist() == [row for row, _ in flat]
-    assert [loopbreak._batch.RULE_NAMES[r] for r in columns["rule"]] == [f.rule for _, f in flat]
+    assert [loopbreak.RULE_NAMES[r] for r in columns["rule"]] == [f.rule for _, f in flat]
     for name in ("period", "start", "repeats", "detected_at"):
         assert columns[name].tolist() == [getattr(f, name) for _, f in flat]
         assert columns[name].dtype == np.int64

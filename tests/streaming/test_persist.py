@@ -90,9 +90,7 @@ def test_a_turn_without_text_gets_a_marker(db: Database) -> None:
     assert load_run(db, run_id).text == step_limit
 
 
-def test_a_turn_the_policy_stopped_keeps_the_stop_message_beside_its_text(
-    db: sqlite3.Connection,
-) -> None:
+def test_a_turn_the_policy_stopped_keeps_the_stop_message_beside_its_text(db: Database) -> None:
     message = "The run stopped because it kept repeating the same action (3 times in a row)."
     spoke = guard(["Let me list ", "the files again."])
     list(spoke)
