@@ -5,7 +5,10 @@ real Responses event types."""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -350,3 +353,24 @@ def test_the_runner_owns_max_turns_and_hooks() -> None:
     agent = Agent(name="a", model=ScriptedModel([]))
     with pytest.raises(TypeError, match="max_steps"):
         asyncio.run(LoopbreakRunner().run(agent, "x", max_turns=3))
+
+
+def test_the_example_ends_each_run_in_its_state(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / "openai_agents_agent.py"
+    spec = importlib.util.spec_from_file_location("openai_agents_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, example)
+    spec.loader.exec_module(example)
+
+    assert example.main() == 0
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()]
+    assert rows == [
+        ["finishes", "VERIFIED_COMPLETE", "natural_finish"],
+        ["claims-done", "FALSE_COMPLETE", "natural_finish"],
+        ["repeats", "STUCK", "loop_detected"],
+        ["explores", "BOUNDED_STOP", Reason.STEP_LIMIT.value],
+        ["degenerates", "STUCK", "degeneration"],
+    ]

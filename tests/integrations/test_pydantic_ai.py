@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Union
 
 import pytest
@@ -343,3 +346,24 @@ def test_a_cancelled_run_still_gets_a_receipt() -> None:
     run = capability.last_run
     assert run is not None and run.receipt is not None
     assert [e.name for e in run.receipt.evidence] == ["user_abort"]
+
+
+def test_the_example_ends_each_run_in_its_state(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / "pydantic_ai_agent.py"
+    spec = importlib.util.spec_from_file_location("pydantic_ai_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, example)
+    spec.loader.exec_module(example)
+
+    assert example.main() == 0
+    rows = [line.split()[:3] for line in capsys.readouterr().out.splitlines()]
+    assert rows == [
+        ["finishes", "VERIFIED_COMPLETE", "natural_finish"],
+        ["claims-done", "FALSE_COMPLETE", "natural_finish"],
+        ["repeats", "STUCK", "loop_detected"],
+        ["explores", "BOUNDED_STOP", Reason.STEP_LIMIT.value],
+        ["degenerates", "STUCK", "degeneration"],
+    ]
