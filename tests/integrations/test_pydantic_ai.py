@@ -17,7 +17,7 @@ from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Recei
 from loopbreak.integrations.pydantic_ai import LOCKDOWN_TOOL_ANSWER, LoopbreakCapability
 from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_INSTRUCTION
 from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UsageLimits
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from recorded import RECORDED
@@ -116,6 +116,29 @@ def test_the_fourth_identical_call_is_stopped_before_it_runs() -> None:
         (2, steps, *ALLOW), (2, repeated, *ALLOW), (2, progress, *ALLOW),
         (3, steps, *ALLOW), (3, repeated, DecisionKind.STOP, Reason.LOOP_DETECTED),
     ]  # fmt: skip
+
+
+def test_a_stop_in_a_run_whose_output_is_not_text_ends_it_cancelled() -> None:
+    capability = LoopbreakCapability()
+    script = Script([call(a=1, b=2)])
+    agent = Agent(FunctionModel(stream_function=script), output_type=int, capabilities=[capability])
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    with pytest.raises(RunCancelled) as raised:
+        agent.run_sync("add 1 and 2 forever")
+
+    run = capability.last_run
+    assert run is not None and run.stop is not None and run.receipt is not None
+    assert run.receipt.state is ReceiptState.STUCK and run.receipt.reason == "loop_detected"
+    # The stop's answer and everything before it are kept.
+    answers = [
+        p.content for m in raised.value.all_messages() for p in m.parts if isinstance(p, TextPart)
+    ]
+    assert answers[0] == run.user_message()
+    assert len(script.tools_offered) == 4
 
 
 def counting_calls() -> list[Turn]:

@@ -8,7 +8,9 @@ capability hooks of pydantic-ai:
   final-step nudge go into that request as a request-scoped ``SystemPromptPart``
   (``RunContext.enqueue``); under lockdown the final request offers no function tools. A stop
   skips the model (``SkipModelRequest``) with a final text answer that says why, so the run
-  ends the framework's way and its messages are kept.
+  ends the framework's way and its messages are kept. When the agent's output type does not
+  accept that text (pydantic-ai asks again), the run is cancelled instead (``ctx.cancel()``):
+  ``RunCancelled`` carries the messages.
 - ``before_tool_execute``: the repeated-action and tool-call checks, before the tool runs; a
   stopped call is answered with the stop message instead (``SkipToolExecution``) and the next
   request ends the run. ``after_tool_execute`` reports each result as progress.
@@ -123,6 +125,7 @@ class LoopbreakCapability(AbstractCapability[Any]):
         self._last_run: Optional[GovernedRun] = None
         self._messages: list[ModelMessage] = []
         self._failed_tool: Optional[str] = None
+        self._stop_answered = False
 
     @property
     def last_run(self) -> Optional[GovernedRun]:
@@ -181,7 +184,8 @@ class LoopbreakCapability(AbstractCapability[Any]):
             # RunTimedOut (the run's timeout=) is a TimeoutError and a RunCancelled: checked first.
             evidence.record_timeout(error)
         elif isinstance(error, (RunCancelled, asyncio.CancelledError)):
-            evidence.record_user_abort(error)
+            if not self._governed().ended_by_loopbreak:  # else loopbreak cancelled it
+                evidence.record_user_abort(error)
         elif self._failed_tool is not None:
             evidence.record_tool_failure(self._failed_tool, error)
         # Anything else (a model API error, a bug) leaves no outcome: the receipt is UNCERTAIN.
@@ -191,10 +195,13 @@ class LoopbreakCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         run = self._governed()
         self._messages = ctx.messages  # the run's history, read again when the run ends
-        if run.ended_by_loopbreak:
-            raise SkipModelRequest(_final_answer(run.user_message()))
-        plan = run.begin_step()
-        if plan.decision.stopped:
+        plan = None if run.ended_by_loopbreak else run.begin_step()
+        if plan is None or plan.decision.stopped:
+            if self._stop_answered:
+                # The stop's text answer was no valid output (the agent's output type is not
+                # text): end the run as cancelled instead (RunCancelled keeps the messages).
+                ctx.cancel()
+            self._stop_answered = True
             raise SkipModelRequest(_final_answer(run.user_message()))
         if plan.addendum:
             ctx.enqueue(SystemPromptPart(plan.addendum, scope="request"))
