@@ -30,6 +30,8 @@ from openai.types.responses import (
     ResponseCompletedEvent,
     ResponseContentPartAddedEvent,
     ResponseCreatedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionToolCall,
     ResponseOutputItemAddedEvent,
     ResponseOutputMessage,
     ResponseOutputText,
@@ -259,6 +261,58 @@ def test_a_looping_streamed_answer_is_cut_and_the_history_keeps_the_trimmed_text
     assert len(cut.persist_text) < len(cut.text)
     assert run.receipt.state is ReceiptState.STUCK and run.receipt.reason == "degeneration"
     assert run.receipt.evidence[0].details["finding"]["units_removed"] == cut.units_removed > 0
+
+
+class StreamedToolCall:
+    """The Responses events of one streamed call of ``add``, its arguments CHUNK chars a delta."""
+
+    def __init__(self, arguments: str) -> None:
+        self.arguments = arguments
+        self.deltas_sent = 0
+
+    async def __call__(self, call: ModelCall) -> AsyncIterator[TResponseStreamEvent]:
+        item = ResponseFunctionToolCall(
+            id="fc-1", call_id="call-1", type="function_call", name="add", arguments=""
+        )
+        yield ResponseCreatedEvent(
+            type="response.created", response=response("in_progress", []), sequence_number=0
+        )
+        yield ResponseOutputItemAddedEvent(
+            type="response.output_item.added", item=item, output_index=0, sequence_number=1
+        )
+        for start in range(0, len(self.arguments), CHUNK):
+            await asyncio.sleep(0)
+            self.deltas_sent += 1
+            yield ResponseFunctionCallArgumentsDeltaEvent(
+                type="response.function_call_arguments.delta",
+                item_id="fc-1",
+                output_index=0,
+                delta=self.arguments[start : start + CHUNK],
+                sequence_number=1 + self.deltas_sent,
+            )
+        done = item.model_copy(update={"arguments": self.arguments})
+        yield ResponseCompletedEvent(
+            type="response.completed",
+            response=response("completed", [done]),
+            sequence_number=2 + self.deltas_sent,
+        )
+
+
+def test_a_looping_streamed_tool_call_is_cut_and_never_runs() -> None:
+    arguments = '{"a": 1, "b": 2, "note": "' + "ok " * 400 + '"}'
+    streamed_call = StreamedToolCall(arguments)
+    ran: list[tuple[int, float]] = []
+    model = ScriptedModel([ModelStep.stream(streamed_call)])
+    agent = Agent(name="adder", model=model, tools=[adder(ran)])
+    runner = LoopbreakRunner()
+    stream_all(runner, agent)
+
+    run = runner.last_run
+    assert run is not None and run.degeneration is not None and run.receipt is not None
+    assert run.degeneration.source == "output[0].arguments"
+    assert ran == [] and streamed_call.deltas_sent * CHUNK < len(arguments) / 2
+    assert [item.get("role") for item in run.messages] == ["user"]
+    assert run.receipt.state is ReceiptState.STUCK
 
 
 def test_a_streamed_run_that_answers_cleanly_is_relayed_whole() -> None:

@@ -17,10 +17,11 @@
   agent passed in is not changed.
 - ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result
   as progress.
-- ``run_streamed(...).stream_events()`` guards the streamed answer: on a loop it stops, cancels
-  the run (``RunResultStreaming.cancel()``) so the model stops, and the trimmed answer is
-  appended to the history the run leaves (``GovernedRun.messages``, the input list a next run
-  continues from).
+- ``run_streamed(...).stream_events()`` guards the streamed answer and each tool call's
+  arguments: on a loop it stops, cancels the run (``RunResultStreaming.cancel()``) so the
+  model stops, and the trimmed answer is appended to the history the run leaves
+  (``GovernedRun.messages``, the input list a next run continues from); a cut tool call is
+  never run.
 
 Both SDK exceptions carry the run's items in ``run_data``. Every run gets a receipt, however it
 ended (``last_run.receipt``, ``on_receipt``).
@@ -60,7 +61,11 @@ from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
 from agents.tool_guardrails import ToolInputGuardrailData
-from openai.types.responses import ResponseCreatedEvent, ResponseTextDeltaEvent
+from openai.types.responses import (
+    ResponseCreatedEvent,
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseTextDeltaEvent,
+)
 
 from loopbreak._core import DEFAULT_KEEP, Rules, trim
 from loopbreak.audit import AuditLog
@@ -183,7 +188,8 @@ class LoopbreakStream:
             # The SDK keeps nothing of an answer cancelled mid-stream: add the trimmed one.
             governed.record_degeneration(degeneration)
             answer = trim(guarded.text[offsets.answer_start :], DEFAULT_KEEP, self._run.rules)
-            messages.append({"role": "assistant", "content": answer.text})
+            if answer.text:  # empty when the loop was in a tool call's arguments
+                messages.append({"role": "assistant", "content": answer.text})
         elif not governed.ended_by_loopbreak:
             governed.evidence.record_natural_finish()
         governed.messages = messages
@@ -214,7 +220,8 @@ class _RunEvents:
 
 class _AnswerOffsets:
     """Stream-guard pieces of the SDK's events: the answer text of every model call is one
-    source, and where the current call's answer starts in it."""
+    source (and where the current call's answer starts in it), each tool call's arguments
+    another."""
 
     def __init__(self) -> None:
         self.answer_start = 0
@@ -223,11 +230,14 @@ class _AnswerOffsets:
     def pieces(self, event: StreamEvent) -> Iterator[Piece]:
         if not isinstance(event, RawResponsesStreamEvent):
             return
-        if isinstance(event.data, ResponseCreatedEvent):
+        data = event.data
+        if isinstance(data, ResponseCreatedEvent):
             self.answer_start = self._length
-        elif isinstance(event.data, ResponseTextDeltaEvent):
-            self._length += len(event.data.delta)
-            yield Piece(CONTENT, event.data.delta)
+        elif isinstance(data, ResponseTextDeltaEvent):
+            self._length += len(data.delta)
+            yield Piece(CONTENT, data.delta)
+        elif isinstance(data, ResponseFunctionCallArgumentsDeltaEvent):
+            yield Piece(f"output[{data.output_index}].arguments", data.delta)
 
 
 class _Run:
