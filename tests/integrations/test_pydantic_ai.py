@@ -17,9 +17,10 @@ from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Recei
 from loopbreak.integrations.pydantic_ai import LOCKDOWN_TOOL_ANSWER, LoopbreakCapability
 from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_INSTRUCTION
 from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UsageLimits
-from pydantic_ai.exceptions import RunCancelled, UsageLimitExceeded
+from pydantic_ai.exceptions import RunCancelled, RunTimedOut, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.models.test import TestModel
 from recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
@@ -390,3 +391,41 @@ def test_the_example_ends_each_run_in_its_state(
         ["explores", "BOUNDED_STOP", Reason.STEP_LIMIT.value],
         ["degenerates", "STUCK", "degeneration"],
     ]
+
+
+def test_pydantic_ais_test_model_runs_governed_to_a_verified_finish() -> None:
+    written: list[str] = []
+    capability = LoopbreakCapability(verifier=lambda: written == ["report"])
+    agent = Agent(TestModel(), capabilities=[capability])
+
+    @agent.tool_plain
+    def write_report() -> str:
+        written.append("report")
+        return "written"
+
+    agent.run_sync("write the report")
+    run = capability.last_run
+    assert run is not None and run.receipt is not None
+    assert run.receipt.state is ReceiptState.VERIFIED_COMPLETE
+    assert [event.check for event in run.policy.audit.events] == [
+        Check.STEPS,
+        Check.REPEATED_ACTION,
+        Check.PROGRESS,
+        Check.STEPS,
+    ]
+
+
+def test_a_run_that_times_out_gets_a_receipt_saying_so() -> None:
+    capability = LoopbreakCapability()
+
+    async def slow(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+        yield "Thinking"
+        await asyncio.sleep(10)
+        yield " done."
+
+    agent = Agent(FunctionModel(stream_function=slow), capabilities=[capability])
+    with pytest.raises(RunTimedOut):
+        agent.run_sync("think", timeout=0.2)
+    run = capability.last_run
+    assert run is not None and run.receipt is not None
+    assert [e.name for e in run.receipt.evidence] == ["timeout"]

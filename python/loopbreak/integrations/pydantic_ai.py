@@ -181,7 +181,8 @@ class LoopbreakCapability(AbstractCapability[Any]):
             name, value, limit = _usage_limit(ctx, error)
             evidence.record_limit(name, value=value, limit=limit)
         elif isinstance(error, (TimeoutError, ModelRequestTimeout, ModelTimeoutError)):
-            # RunTimedOut (the run's timeout=) is a TimeoutError and a RunCancelled: checked first.
+            evidence.record_timeout(error)
+        elif _timed_out(ctx, error):
             evidence.record_timeout(error)
         elif isinstance(error, (RunCancelled, asyncio.CancelledError)):
             if not self._governed().ended_by_loopbreak:  # else loopbreak cancelled it
@@ -280,6 +281,13 @@ class LoopbreakCapability(AbstractCapability[Any]):
         # Not recovered here: if the error ends the run, the receipt names this tool.
         self._failed_tool = call.tool_name
         raise error
+
+
+def _timed_out(ctx: RunContext[Any], error: BaseException) -> bool:
+    """Whether the run's own ``timeout=`` ended it: the run sees that as a cancellation (the
+    caller gets ``RunTimedOut``), with the deadline passed."""
+    remaining = ctx.remaining_time()
+    return isinstance(error, asyncio.CancelledError) and remaining is not None and remaining <= 0
 
 
 def _final_answer(text: str) -> ModelResponse:
