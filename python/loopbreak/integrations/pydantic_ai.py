@@ -180,8 +180,6 @@ class LoopbreakCapability(AbstractCapability[Any]):
         if isinstance(error, UsageLimitExceeded):
             name, value, limit = _usage_limit(ctx, error)
             evidence.record_limit(name, value=value, limit=limit)
-        elif isinstance(error, (TimeoutError, ModelRequestTimeout, ModelTimeoutError)):
-            evidence.record_timeout(error)
         elif _timed_out(ctx, error):
             evidence.record_timeout(error)
         elif isinstance(error, (RunCancelled, asyncio.CancelledError)):
@@ -284,8 +282,11 @@ class LoopbreakCapability(AbstractCapability[Any]):
 
 
 def _timed_out(ctx: RunContext[Any], error: BaseException) -> bool:
-    """Whether the run's own ``timeout=`` ended it: the run sees that as a cancellation (the
-    caller gets ``RunTimedOut``), with the deadline passed."""
+    """Whether a timeout ended the run: a model request's or a tool's, or the run's own
+    ``timeout=``, which the run sees as a cancellation (the caller gets ``RunTimedOut``)
+    after its deadline."""
+    if isinstance(error, (TimeoutError, ModelRequestTimeout, ModelTimeoutError)):
+        return True
     remaining = ctx.remaining_time()
     return isinstance(error, asyncio.CancelledError) and remaining is not None and remaining <= 0
 
