@@ -17,12 +17,22 @@ from agents import (
     FunctionTool,
     RunConfig,
     ToolInputGuardrailTripwireTriggered,
+    UserError,
     function_tool,
 )
 from agents.items import TResponseStreamEvent
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
-from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
+from loopbreak import (
+    AuditLog,
+    Budgets,
+    Check,
+    DecisionKind,
+    PolicyConfig,
+    Reason,
+    Receipt,
+    ReceiptState,
+)
 from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
 from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_INSTRUCTION
 from openai.types.responses import (
@@ -428,3 +438,38 @@ def test_the_example_ends_each_run_in_its_state(
         ["explores", "BOUNDED_STOP", Reason.STEP_LIMIT.value],
         ["degenerates", "STUCK", "degeneration"],
     ]
+
+
+def test_a_spent_token_budget_stops_the_next_tool_call() -> None:
+    model = counting(10)
+    ran: list[tuple[int, float]] = []
+    agent = Agent(name="counter", model=model, tools=[adder(ran)])
+    runner = LoopbreakRunner(PolicyConfig(budgets=Budgets(max_total_tokens=100)))
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        asyncio.run(runner.run(agent, "count", run_config=OFFLINE))
+
+    assert len(model.calls) == 3 and len(ran) == 2  # 3 x 45 tokens spent the 100
+    run = runner.last_run
+    assert run is not None and run.stop is not None and run.receipt is not None
+    assert run.stop.check is Check.TOTAL_TOKENS and run.stop.value == 135
+    assert run.receipt.state is ReceiptState.BOUNDED_STOP
+
+
+@pytest.mark.parametrize(
+    ("error", "evidence"),
+    [(ConnectionError("backend down"), "tool_failure"), (TimeoutError("slow"), "timeout")],
+)
+def test_a_tool_error_that_ends_the_run_is_in_its_receipt(error: Exception, evidence: str) -> None:
+    def fail(a: int, b: float) -> str:
+        raise error
+
+    tool = function_tool(fail, name_override="add", failure_error_function=None)
+    agent = Agent(name="adder", model=calls({"a": 1, "b": 2}), tools=[tool])
+    runner = LoopbreakRunner()
+    with pytest.raises(UserError) as raised:  # the SDK's wrapping of a tool's error
+        asyncio.run(runner.run(agent, "add", run_config=OFFLINE))
+    assert isinstance(raised.value.__cause__, type(error))
+
+    run = runner.last_run
+    assert run is not None and run.receipt is not None
+    assert [e.name for e in run.receipt.evidence] == [evidence]

@@ -79,6 +79,7 @@ from loopbreak.stream import CONTENT, AsyncGuarded, Piece
 __all__ = ["LoopbreakRunner", "LoopbreakStream", "RunStopped"]
 
 GUARDRAIL_NAME = "loopbreak"
+TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
 
 
 class RunStopped(LoopbreakError, AgentsException):
@@ -339,7 +340,8 @@ class _Run:
         evidence = governed.evidence
         if isinstance(error, (RunStopped, ToolInputGuardrailTripwireTriggered)):
             pass  # the policy's own stop is the evidence (another guardrail's trip: no outcome)
-        elif isinstance(error, (TimeoutError, asyncio.TimeoutError)):
+        elif isinstance(error, TIMEOUTS) or isinstance(error.__cause__, TIMEOUTS):
+            # The SDK raises a tool's error as a UserError caused by it.
             evidence.record_timeout(error)
         elif isinstance(error, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
             evidence.record_user_abort(type(error).__name__)
