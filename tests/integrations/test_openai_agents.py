@@ -8,6 +8,7 @@ import asyncio
 import importlib.util
 import sys
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ from loopbreak import (
     ReceiptState,
 )
 from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
-from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_INSTRUCTION
+from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -169,6 +170,22 @@ def test_lockdown_offers_no_tools_on_the_last_step() -> None:
     run = runner.last_run
     assert run is not None and run.stop is None
     assert decisions(runner)[-1] == (5, Check.STEPS, DecisionKind.WARN, Reason.FINAL_STEP_LOCKDOWN)
+
+
+def test_a_call_on_a_locked_down_last_step_finds_no_tool_and_the_step_cap_ends_the_run() -> None:
+    model = counting(10)  # the model calls the tool even when none is offered
+    ran: list[tuple[int, float]] = []
+    agent = Agent(name="counter", instructions="Count.", model=model, tools=[adder(ran)])
+    runner = LoopbreakRunner(PolicyConfig(max_steps=6, final_step_lockdown=True))
+    lenient = replace(OFFLINE, tool_not_found_behavior="return_error_to_model")
+    result = asyncio.run(runner.run(agent, "count", run_config=lenient))
+
+    assert [[tool.name for tool in call.tools] for call in model.calls] == [["add"]] * 5 + [[]]
+    assert len(ran) == 5  # the SDK answered the last call with "tool not found"
+    run = runner.last_run
+    assert run is not None and run.stop is not None and run.receipt is not None
+    assert run.stop.reason is Reason.STEP_LIMIT and result.final_output == run.user_message()
+    assert run.receipt.state is ReceiptState.BOUNDED_STOP
 
 
 def response(status: Any, output: list[Any]) -> Response:
@@ -353,20 +370,23 @@ def test_a_natural_finish_is_complete_only_as_the_verifier_says(
     assert [e.name for e in run.receipt.evidence] == ["natural_finish"]
 
 
-def test_every_run_gets_a_fresh_policy_and_its_own_receipt() -> None:
+def test_every_run_of_one_agent_gets_a_fresh_policy_and_its_own_receipt() -> None:
     audit = AuditLog()
     receipts: list[Receipt] = []
     runner = LoopbreakRunner(audit=audit, on_receipt=receipts.append)
-    same_call = {"a": 1, "b": 2}
-
-    def run_once() -> None:
-        agent = Agent(name="adder", model=calls(same_call, same_call), tools=[adder([])])
-        asyncio.run(runner.run(agent, "add", run_config=OFFLINE))
-
-    run_once()
+    steps: list[Any] = []
+    for run_index in range(2):
+        steps += [
+            [function_call("add", {"a": 1, "b": 2}, call_id=f"{run_index}-{n}")] for n in "ab"
+        ]
+        steps.append([assistant_message("3")])
+    model = ScriptedModel(steps, default_usage=USAGE)
+    agent = Agent(name="adder", model=model, tools=[adder([])])
+    asyncio.run(runner.run(agent, "add", run_config=OFFLINE))
     first = runner.last_run
-    run_once()
+    asyncio.run(runner.run(agent, "add", run_config=OFFLINE))
     second = runner.last_run
+
     assert first is not None and second is not None and first is not second
     assert [r.run_id for r in receipts] == [first.policy.run_id, second.policy.run_id]
     # Two copies of the call per run: a shared policy would have stopped the second run.
@@ -422,6 +442,7 @@ def test_the_runner_owns_max_turns_and_hooks() -> None:
 def test_the_example_ends_each_run_in_its_state(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.delenv(LOCKDOWN_ENV, raising=False)  # the example's runs assume no lockdown
     path = Path(__file__).resolve().parents[2] / "examples" / "openai_agents_agent.py"
     spec = importlib.util.spec_from_file_location("openai_agents_example", path)
     assert spec is not None and spec.loader is not None

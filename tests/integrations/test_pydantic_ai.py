@@ -14,8 +14,9 @@ from typing import Any, Callable, Union
 
 import pytest
 from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
-from loopbreak.integrations.pydantic_ai import LOCKDOWN_TOOL_ANSWER, LoopbreakCapability
-from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_INSTRUCTION
+from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER
+from loopbreak.integrations.pydantic_ai import LoopbreakCapability
+from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UsageLimits
 from pydantic_ai.exceptions import RunCancelled, RunTimedOut, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest
@@ -375,6 +376,7 @@ def test_a_cancelled_run_still_gets_a_receipt() -> None:
 def test_the_example_ends_each_run_in_its_state(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.delenv(LOCKDOWN_ENV, raising=False)  # the example's runs assume no lockdown
     path = Path(__file__).resolve().parents[2] / "examples" / "pydantic_ai_agent.py"
     spec = importlib.util.spec_from_file_location("pydantic_ai_example", path)
     assert spec is not None and spec.loader is not None

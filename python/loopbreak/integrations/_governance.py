@@ -29,6 +29,10 @@ from loopbreak.stream import Degeneration
 
 ReceiptCallback = Callable[[Receipt], None]
 
+LOCKDOWN_TOOL_ANSWER = "Tools are disabled on the final step: answer from what you have."
+"""What a tool call on a locked-down final step gets instead of running (the step offered no
+tools; a model may call one anyway)."""
+
 DEGENERATION_MESSAGE = (
     "Stopped by loopbreak: the answer degenerated into a repetition loop and was cut. "
     "Rephrase the request or start a new run with a narrower scope."

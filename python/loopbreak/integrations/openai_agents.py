@@ -296,12 +296,13 @@ class _Run:
 
     def _offers_tools(self) -> bool:
         """Whether a function tool is enabled now. The SDK asks twice per turn: when it offers
-        the tools of the next model call (before the input filter plans that step) and when it
-        runs the calls of the current step (before any of them passed the guardrail)."""
-        plan = self.governed.plan
-        if plan is None or self._calls_checked:
-            return self.governed.next_step_offers_tools()
-        return plan.tools_enabled
+        the tools of the next model call, before the input filter plans that step (so the
+        answer is the policy's for the next step), and when it runs the current step's calls,
+        before any of them reached the guardrail (they were offered: yes). A call to a tool
+        the step did not offer never gets that far: the SDK finds no such tool."""
+        if self.governed.plan is not None and not self._calls_checked:
+            return True
+        return self.governed.next_step_offers_tools()
 
     def _check_tool(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         self._calls_checked += 1

@@ -69,14 +69,16 @@ from pydantic_ai.tools import ToolDefinition
 
 from loopbreak._core import Rules
 from loopbreak.audit import AuditLog
-from loopbreak.integrations._governance import GovernedRun, ReceiptCallback
+from loopbreak.integrations._governance import (
+    LOCKDOWN_TOOL_ANSWER,
+    GovernedRun,
+    ReceiptCallback,
+)
 from loopbreak.policy import PolicyConfig
 from loopbreak.receipt import Verifier
 from loopbreak.stream import CONTENT, AsyncGuarded, Piece
 
 __all__ = ["LoopbreakCapability"]
-
-LOCKDOWN_TOOL_ANSWER = "Tools are disabled on the final step: answer from what you have."
 
 # UsageLimitExceeded carries only a message naming the limit ("... the request_limit of 3");
 # the numbers come from the run's UsageLimits and RunUsage.
