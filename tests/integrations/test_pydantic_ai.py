@@ -329,10 +329,27 @@ def test_a_usage_limit_stays_pydantic_ais_and_is_a_bounded_stop_with_the_message
     assert run is not None and run.receipt is not None and run.stop is None
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
     assert run.receipt.reason == "request_limit"
-    assert dict(run.receipt.evidence[0].details) == {"value": 3.0, "limit": 3.0}
+    assert dict(run.receipt.evidence[0].details) == {"value": 3, "limit": 3}
     # pydantic-ai#931: the three requests and their answers survive the limit.
     assert sum(isinstance(m, ModelResponse) for m in run.messages) == 3
     assert run.policy.usage().input_tokens > 0  # usage recorded from each response
+
+
+def test_a_token_limit_of_pydantic_ais_is_recorded_with_its_numbers() -> None:
+    capability = LoopbreakCapability()
+    with pytest.raises(UsageLimitExceeded):
+        make_agent(Script(counting_calls()), capability, []).run_sync(
+            "count", usage_limits=UsageLimits(total_tokens_limit=100)
+        )
+
+    run = capability.last_run
+    assert run is not None and run.receipt is not None
+    assert run.receipt.state is ReceiptState.BOUNDED_STOP
+    assert run.receipt.reason == "total_tokens_limit"
+    details = run.receipt.evidence[0].details
+    assert details["limit"] == 100 and details["value"] > 100
+    # The response the limit stopped is counted in the receipt's usage too.
+    assert run.receipt.usage is not None and run.receipt.usage.total_tokens == details["value"]
 
 
 def test_a_tool_that_raises_ends_the_run_failed_and_the_receipt_names_it() -> None:

@@ -69,6 +69,7 @@ from pydantic_ai.tools import ToolDefinition
 
 from loopbreak._core import Rules
 from loopbreak.audit import AuditLog
+from loopbreak.decision import Number
 from loopbreak.integrations._governance import (
     LOCKDOWN_TOOL_ANSWER,
     GovernedRun,
@@ -128,6 +129,7 @@ class LoopbreakCapability(AbstractCapability[Any]):
         self._messages: list[ModelMessage] = []
         self._failed_tool: Optional[str] = None
         self._stop_answered = False
+        self._model_name = "unknown"  # the model of the last request
 
     @property
     def last_run(self) -> Optional[GovernedRun]:
@@ -182,6 +184,13 @@ class LoopbreakCapability(AbstractCapability[Any]):
         if isinstance(error, UsageLimitExceeded):
             name, value, limit = _usage_limit(ctx, error)
             evidence.record_limit(name, value=value, limit=limit)
+            # A token limit stops a streamed response before after_model_request sees it:
+            # its tokens are in pydantic-ai's count only.
+            used = self._governed().policy.usage()
+            unseen_in = max(ctx.usage.input_tokens - used.input_tokens, 0)
+            unseen_out = max(ctx.usage.output_tokens - used.output_tokens, 0)
+            if unseen_in or unseen_out:
+                self._governed().record_usage(self._model_name, unseen_in, unseen_out)
         elif _timed_out(ctx, error):
             evidence.record_timeout(error)
         elif isinstance(error, (RunCancelled, asyncio.CancelledError)):
@@ -196,6 +205,7 @@ class LoopbreakCapability(AbstractCapability[Any]):
     ) -> ModelRequestContext:
         run = self._governed()
         self._messages = ctx.messages  # the run's history, read again when the run ends
+        self._model_name = request_context.model.model_name
         plan = None if run.ended_by_loopbreak else run.begin_step()
         if plan is None or plan.decision.stopped:
             if self._stop_answered:
@@ -313,14 +323,17 @@ def _event_pieces(event: AgentStreamEvent) -> Iterator[Piece]:
             yield Piece(f"tool_calls[{event.index}].arguments", delta.args_delta)
 
 
-def _usage_limit(ctx: RunContext[Any], error: UsageLimitExceeded) -> tuple[str, float, float]:
-    """The limit a ``UsageLimitExceeded`` names, what the run used of it, and the limit."""
+def _usage_limit(ctx: RunContext[Any], error: UsageLimitExceeded) -> tuple[str, Number, Number]:
+    """The limit a ``UsageLimitExceeded`` names, what the run used of it, and the limit (both
+    0 when pydantic-ai names a limit this adapter does not know)."""
     match = _LIMIT_NAME.search(error.message)
     name = match.group(1) if match else "usage_limit"
-    limit = getattr(ctx.usage_limits, name, None)
-    value = getattr(ctx.usage, _USAGE_OF_LIMIT.get(name, ""), None)
-    if not isinstance(limit, (int, float, Decimal)):
-        limit = 0  # the limit is not one the run's UsageLimits hold: reported as reached
-    if not isinstance(value, (int, float, Decimal)):
-        value = limit
-    return name, float(value), float(limit)
+    limit = _number(getattr(ctx.usage_limits, name, None))
+    value = _number(getattr(ctx.usage, _USAGE_OF_LIMIT.get(name, ""), None))
+    return name, value if limit else 0, limit
+
+
+def _number(value: object) -> Number:
+    if isinstance(value, Decimal):  # cost_limit
+        return float(value)
+    return value if isinstance(value, (int, float)) else 0
