@@ -17,7 +17,15 @@ from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Recei
 from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER
 from loopbreak.integrations.pydantic_ai import LoopbreakCapability
 from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
-from pydantic_ai import Agent, ModelResponse, TextPart, ToolCallPart, ToolReturnPart, UsageLimits
+from pydantic_ai import (
+    Agent,
+    ModelResponse,
+    RunContext,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UsageLimits,
+)
 from pydantic_ai.exceptions import RunCancelled, RunTimedOut, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
@@ -385,6 +393,26 @@ def test_a_cancelled_run_still_gets_a_receipt() -> None:
             await task
 
     asyncio.run(cancel_midway())
+    run = capability.last_run
+    assert run is not None and run.receipt is not None
+    assert [e.name for e in run.receipt.evidence] == ["user_abort"]
+
+
+def test_a_run_the_application_cancels_is_a_user_abort() -> None:
+    capability = LoopbreakCapability()
+    agent = Agent(
+        FunctionModel(stream_function=Script([Turn(tool="leave", args="{}")])),
+        capabilities=[capability],
+    )
+
+    @agent.tool
+    async def leave(ctx: RunContext[None]) -> str:
+        ctx.cancel()  # pydantic-ai's own way for the application to stop a run
+        await asyncio.sleep(0)
+        return "left"
+
+    with pytest.raises(RunCancelled):
+        agent.run_sync("go")
     run = capability.last_run
     assert run is not None and run.receipt is not None
     assert [e.name for e in run.receipt.evidence] == ["user_abort"]
