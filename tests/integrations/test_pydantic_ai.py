@@ -252,6 +252,27 @@ def test_a_looping_streamed_answer_is_cut_and_the_history_keeps_the_trimmed_text
     assert details["finding"]["units_removed"] == cut.units_removed > 0
 
 
+def test_run_stream_cuts_the_loop_but_commits_the_text_read_untrimmed() -> None:
+    # The documented gap: run_stream() builds its history from the stream itself.
+    script = Script([Turn(text=LOOP)])
+    capability = LoopbreakCapability()
+
+    async def consume() -> list[ModelMessage]:
+        agent = make_agent(script, capability, [])
+        async with agent.run_stream("get the house ready for the night") as streamed:
+            await streamed.get_output()
+        return streamed.all_messages()
+
+    messages = asyncio.run(consume())
+    run = capability.last_run
+    assert run is not None and run.degeneration is not None and run.receipt is not None
+    assert script.chunks_sent * CHUNK < len(run.degeneration.text) + 2 * CHUNK < len(LOOP)
+    response = messages[-1]
+    assert isinstance(response, ModelResponse)
+    assert [p.content for p in response.parts if isinstance(p, TextPart)] == [run.degeneration.text]
+    assert run.receipt.state is ReceiptState.STUCK
+
+
 def test_a_looping_tool_argument_is_cut_and_the_tool_never_runs() -> None:
     looping_args = json.dumps({"a": 1, "b": 2, "note": "ok " * 400})
     script = Script([Turn(tool="add", args=looping_args)])
