@@ -24,9 +24,10 @@ from typing import Any, Union
 
 from agents import Agent, AgentsException, RunConfig, function_tool
 from agents.testing import ModelStep, ScriptedModel, function_call
+from openai.types.responses import ResponseOutputMessage, ResponseOutputRefusal, ResponseOutputText
+
 from loopbreak import PolicyConfig
 from loopbreak.integrations.openai_agents import LoopbreakRunner
-from openai.types.responses import ResponseOutputMessage, ResponseOutputRefusal, ResponseOutputText
 
 LOOP = "I'm also getting the heating and the front door lock to work. " * 60
 NOTES = ("read_file", {"path": "notes.txt"})

@@ -24,18 +24,6 @@ from agents import (
 from agents.items import TResponseStreamEvent
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from agents.usage import Usage
-from loopbreak import (
-    AuditLog,
-    Budgets,
-    Check,
-    DecisionKind,
-    PolicyConfig,
-    Reason,
-    Receipt,
-    ReceiptState,
-)
-from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
-from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 from openai.types.responses import (
     Response,
     ResponseCompletedEvent,
@@ -49,6 +37,19 @@ from openai.types.responses import (
     ResponseTextDeltaEvent,
 )
 from recorded import RECORDED
+
+from loopbreak import (
+    AuditLog,
+    Budgets,
+    Check,
+    DecisionKind,
+    PolicyConfig,
+    Reason,
+    Receipt,
+    ReceiptState,
+)
+from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
+from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
 CHUNK = 8
@@ -110,10 +111,10 @@ def test_the_fourth_identical_call_is_stopped_before_it_runs() -> None:
     assert isinstance(tool, FunctionTool) and tool.tool_input_guardrails is None  # untouched
     steps, repeated, progress = Check.STEPS, Check.REPEATED_ACTION, Check.PROGRESS
     assert decisions(runner) == [
-        (0, steps, *ALLOW), (0, repeated, *ALLOW),
-        (0, progress, *ALLOW), (1, steps, *ALLOW), (1, repeated, *ALLOW),
-        (1, progress, *ALLOW), (2, steps, *ALLOW), (2, repeated, *ALLOW),
-        (2, progress, *ALLOW), (3, steps, *ALLOW), (3, repeated, DecisionKind.STOP, Reason.LOOP_DETECTED),
+        (0, steps, *ALLOW), (0, repeated, *ALLOW), (0, progress, *ALLOW),
+        (1, steps, *ALLOW), (1, repeated, *ALLOW), (1, progress, *ALLOW),
+        (2, steps, *ALLOW), (2, repeated, *ALLOW), (2, progress, *ALLOW),
+        (3, steps, *ALLOW), (3, repeated, DecisionKind.STOP, Reason.LOOP_DETECTED),
     ]  # fmt: skip
 
 

@@ -13,10 +13,6 @@ from pathlib import Path
 from typing import Any, Callable, Union
 
 import pytest
-from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
-from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER
-from loopbreak.integrations.pydantic_ai import LoopbreakCapability
-from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 from pydantic_ai import (
     Agent,
     ModelResponse,
@@ -31,6 +27,11 @@ from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
 from recorded import RECORDED
+
+from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
+from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER
+from loopbreak.integrations.pydantic_ai import LoopbreakCapability
+from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
 CHUNK = 8

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 from pydantic_ai import (
     ModelResponse,
