@@ -1,5 +1,7 @@
-"""Adapters between loopbreak's stream guards and the libraries streams come from.
+"""Adapters between loopbreak and the libraries streams and agent loops come from.
 
-Each submodule imports its library, which is an optional dependency: ``openai`` for
-``loopbreak.integrations.openai``, ``starlette`` for ``loopbreak.integrations.starlette``.
+Each submodule imports its library, which is an optional dependency (its extra):
+``openai`` and ``starlette`` for the stream guards of ``loopbreak.integrations.openai`` and
+``loopbreak.integrations.starlette``; ``pydantic-ai`` and ``openai-agents`` for the run
+governance of ``loopbreak.integrations.pydantic_ai`` and ``loopbreak.integrations.openai_agents``.
 """

@@ -99,7 +99,9 @@ def aguard_chat(
     keep: int = DEFAULT_KEEP,
 ) -> AsyncGuarded[ChatCompletionChunk]:
     """Guards an async chat-completion stream; see ``loopbreak.guard`` for the options."""
-    return AsyncGuarded(stream, chat_pieces, on_degeneration=on_degeneration, rules=rules, keep=keep)
+    return AsyncGuarded(
+        stream, chat_pieces, on_degeneration=on_degeneration, rules=rules, keep=keep
+    )
 
 
 def guard_responses(
@@ -121,4 +123,6 @@ def aguard_responses(
     keep: int = DEFAULT_KEEP,
 ) -> AsyncGuarded[EventT]:
     """Guards an async Responses API event stream; see ``loopbreak.guard`` for the options."""
-    return AsyncGuarded(stream, response_pieces, on_degeneration=on_degeneration, rules=rules, keep=keep)
+    return AsyncGuarded(
+        stream, response_pieces, on_degeneration=on_degeneration, rules=rules, keep=keep
+    )
