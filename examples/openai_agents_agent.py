@@ -26,7 +26,7 @@ from agents import Agent, AgentsException, RunConfig, function_tool
 from agents.testing import ModelStep, ScriptedModel, function_call
 from openai.types.responses import ResponseOutputMessage, ResponseOutputRefusal, ResponseOutputText
 
-from loopbreak import PolicyConfig
+from loopbreak.agent import PolicyConfig
 from loopbreak.integrations.openai_agents import LoopbreakRunner
 
 LOOP = "I'm also getting the heating and the front door lock to work. " * 60

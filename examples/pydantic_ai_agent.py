@@ -26,7 +26,7 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
-from loopbreak import PolicyConfig
+from loopbreak.agent import PolicyConfig
 from loopbreak.integrations.pydantic_ai import LoopbreakCapability
 
 LOOP = "I'm also getting the heating and the front door lock to work. " * 60

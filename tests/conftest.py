@@ -3,10 +3,25 @@ helpers in ``tests/support/`` import as ``support.*``; fakes live in ``support/f
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.policy import LOCKDOWN_ENV
+
+# Adapters whose library needs a newer Python than loopbreak does (see the `test` extra): their
+# tests are not collected where the library is not installed.
+ADAPTER_TESTS = {
+    "pydantic_ai": ["integrations/test_pydantic_ai.py"],
+    "agents": ["integrations/test_openai_agents.py"],
+}
+collect_ignore = [
+    path
+    for module, paths in ADAPTER_TESTS.items()
+    if importlib.util.find_spec(module) is None
+    for path in paths
+]
 
 
 @pytest.fixture(autouse=True)

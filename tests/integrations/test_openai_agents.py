@@ -36,20 +36,11 @@ from openai.types.responses import (
     ResponseOutputText,
     ResponseTextDeltaEvent,
 )
-from recorded import RECORDED
+from support.recorded import RECORDED
 
-from loopbreak import (
-    AuditLog,
-    Budgets,
-    Check,
-    DecisionKind,
-    PolicyConfig,
-    Reason,
-    Receipt,
-    ReceiptState,
-)
+from loopbreak.agent import AuditLog, Budgets, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
 from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
-from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
+from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
 CHUNK = 8
@@ -139,7 +130,7 @@ def test_max_steps_warns_counting_down_nudges_on_the_last_step_then_stops() -> N
     assert [[tool.name for tool in call.tools] for call in model.calls] == [["add"]] * 6
     run = runner.last_run
     assert run is not None and run.stop is not None and run.receipt is not None
-    assert run.stop.reason is Reason.STEP_LIMIT and run.stop.step == 6
+    assert run.stop.reason is Reason.MAX_STEPS and run.stop.step == 6
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
     # The max-turns handler gave the run its final answer: no exception, in the history.
     assert result.final_output == run.user_message()
@@ -148,7 +139,7 @@ def test_max_steps_warns_counting_down_nudges_on_the_last_step_then_stops() -> N
     assert [(step, kind, reason) for step, _, kind, reason in step_decisions] == [
         *[(step, DecisionKind.WARN, Reason.STEPS_RUNNING_OUT) for step in range(5)],
         (5, DecisionKind.WARN, Reason.FINAL_STEP),
-        (6, DecisionKind.STOP, Reason.STEP_LIMIT),
+        (6, DecisionKind.STOP, Reason.MAX_STEPS),
     ]
     assert run.policy.usage().input_tokens == 6 * USAGE.input_tokens
 
@@ -185,7 +176,7 @@ def test_a_call_on_a_locked_down_last_step_finds_no_tool_and_the_step_cap_ends_t
     assert len(ran) == 5  # the SDK answered the last call with "tool not found"
     run = runner.last_run
     assert run is not None and run.stop is not None and run.receipt is not None
-    assert run.stop.reason is Reason.STEP_LIMIT and result.final_output == run.user_message()
+    assert run.stop.reason is Reason.MAX_STEPS and result.final_output == run.user_message()
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
 
 
@@ -457,7 +448,7 @@ def test_the_example_ends_each_run_in_its_state(
         ["finishes", "VERIFIED_COMPLETE", "natural_finish"],
         ["claims-done", "FALSE_COMPLETE", "natural_finish"],
         ["repeats", "STUCK", "loop_detected"],
-        ["explores", "BOUNDED_STOP", Reason.STEP_LIMIT.value],
+        ["explores", "BOUNDED_STOP", Reason.MAX_STEPS.value],
         ["degenerates", "STUCK", "degeneration"],
     ]
 

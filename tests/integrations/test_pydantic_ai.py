@@ -26,12 +26,12 @@ from pydantic_ai.exceptions import RunCancelled, RunTimedOut, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
-from recorded import RECORDED
+from support.recorded import RECORDED
 
-from loopbreak import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
+from loopbreak.agent import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
 from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER
 from loopbreak.integrations.pydantic_ai import LoopbreakCapability
-from loopbreak.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
+from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
 CHUNK = 8
@@ -114,7 +114,8 @@ def test_the_fourth_identical_call_is_stopped_before_it_runs() -> None:
     # The stopped call is answered with the stop message, and the run ends with it as its
     # answer: four model requests, the fifth skipped.
     assert len(script.tools_offered) == 4
-    assert result.output == run.user_message() and "loop_detected" in result.output
+    assert result.output == run.user_message() == run.stop.message
+    assert "repeating the same action" in result.output
     returns = [p for m in result.all_messages() for p in m.parts if isinstance(p, ToolReturnPart)]
     assert [r.content for r in returns][-1] == run.user_message()
     receipt = run.receipt
@@ -171,14 +172,14 @@ def test_max_steps_warns_counting_down_nudges_on_the_last_step_then_stops() -> N
     assert script.tools_offered == [["add"]] * 6  # the nudge keeps the tools
     run = capability.last_run
     assert run is not None and run.receipt is not None
-    assert run.stop is not None and run.stop.reason is Reason.STEP_LIMIT and run.stop.step == 6
+    assert run.stop is not None and run.stop.reason is Reason.MAX_STEPS and run.stop.step == 6
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
     assert result.output == run.user_message()
     step_decisions = [d for d in decisions(capability) if d[1] is Check.STEPS]
     assert [(step, kind, reason) for step, _, kind, reason in step_decisions] == [
         *[(step, DecisionKind.WARN, Reason.STEPS_RUNNING_OUT) for step in range(5)],
         (5, DecisionKind.WARN, Reason.FINAL_STEP),
-        (6, DecisionKind.STOP, Reason.STEP_LIMIT),
+        (6, DecisionKind.STOP, Reason.MAX_STEPS),
     ]
 
 
@@ -195,7 +196,7 @@ def test_lockdown_offers_no_tools_on_the_last_step_and_refuses_a_call_anyway() -
     assert returns[-1].content == LOCKDOWN_TOOL_ANSWER
     run = capability.last_run
     assert run is not None and run.stop is not None and run.receipt is not None
-    assert run.stop.reason is Reason.STEP_LIMIT
+    assert run.stop.reason is Reason.MAX_STEPS
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
 
 
@@ -457,7 +458,7 @@ def test_the_example_ends_each_run_in_its_state(
         ["finishes", "VERIFIED_COMPLETE", "natural_finish"],
         ["claims-done", "FALSE_COMPLETE", "natural_finish"],
         ["repeats", "STUCK", "loop_detected"],
-        ["explores", "BOUNDED_STOP", Reason.STEP_LIMIT.value],
+        ["explores", "BOUNDED_STOP", Reason.MAX_STEPS.value],
         ["degenerates", "STUCK", "degeneration"],
     ]
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from loopbreak.actions import Arguments
-from loopbreak.audit import AuditLog
-from loopbreak.decision import Decision
-from loopbreak.policy import PolicyConfig, RunPolicy, StepPlan
-from loopbreak.receipt import Receipt, RunEvidence, Verifier
-from loopbreak.stream import Degeneration
+from loopbreak.agent.actions import Arguments
+from loopbreak.agent.audit import AuditLog
+from loopbreak.agent.decision import Decision
+from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
+from loopbreak.agent.receipt import Receipt, RunEvidence, Verifier
+from loopbreak.streaming.guard import Degeneration
 
 ReceiptCallback = Callable[[Receipt], None]
 
@@ -37,17 +37,6 @@ DEGENERATION_MESSAGE = (
     "Stopped by loopbreak: the answer degenerated into a repetition loop and was cut. "
     "Rephrase the request or start a new run with a narrower scope."
 )
-
-
-def stop_message(decision: Decision) -> str:
-    """The one line a person sees when the policy stops a run: the reason, the number that
-    decided it, and what to do next."""
-    limit = "" if decision.limit is None else f" of {decision.limit}"
-    return (
-        f"Stopped by loopbreak at step {decision.step}: {decision.reason.value} "
-        f"({decision.check.value} {decision.value}{limit}). "
-        "Rephrase the request or start a new run with a narrower scope."
-    )
 
 
 class GovernedRun:
@@ -136,7 +125,7 @@ class GovernedRun:
     def user_message(self) -> str:
         """What to show a person for the stop (empty while the run was not stopped)."""
         if self.policy.stop is not None:
-            return stop_message(self.policy.stop)
+            return self.policy.stop.message or ""
         return DEGENERATION_MESSAGE if self.degeneration is not None else ""
 
     def finish(self) -> Receipt:

@@ -4,7 +4,7 @@
 ``RunPolicy``, stream guard and ``RunEvidence`` for that run, wired to the SDK's own hook points:
 
 - ``max_turns`` is the policy's ``max_steps`` (one step cap, the SDK's), and the max-turns error
-  handler ends a run that reaches it with a final answer saying so: the policy's ``step_limit``
+  handler ends a run that reaches it with a final answer saying so: the policy's ``max_steps``
   stop, no exception.
 - ``RunConfig.call_model_input_filter`` runs before every model call: it ends the previous step
   with the tool results seen since (progress) and starts the next one, appending the step
@@ -68,13 +68,13 @@ from openai.types.responses import (
 )
 
 from loopbreak._core import DEFAULT_KEEP, Rules, trim
-from loopbreak.audit import AuditLog
-from loopbreak.decision import Decision
+from loopbreak.agent.audit import AuditLog
+from loopbreak.agent.decision import Decision
 from loopbreak.errors import LoopbreakError
 from loopbreak.integrations._governance import GovernedRun, ReceiptCallback
-from loopbreak.policy import PolicyConfig
-from loopbreak.receipt import Verifier
-from loopbreak.stream import CONTENT, AsyncGuarded, Piece
+from loopbreak.agent.policy import PolicyConfig
+from loopbreak.agent.receipt import Verifier
+from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Piece
 
 __all__ = ["LoopbreakRunner", "LoopbreakStream", "RunStopped"]
 

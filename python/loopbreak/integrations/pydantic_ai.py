@@ -68,16 +68,16 @@ from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import ToolDefinition
 
 from loopbreak._core import Rules
-from loopbreak.audit import AuditLog
-from loopbreak.decision import Number
+from loopbreak.agent.audit import AuditLog
+from loopbreak.agent.decision import Number
 from loopbreak.integrations._governance import (
     LOCKDOWN_TOOL_ANSWER,
     GovernedRun,
     ReceiptCallback,
 )
-from loopbreak.policy import PolicyConfig
-from loopbreak.receipt import Verifier
-from loopbreak.stream import CONTENT, AsyncGuarded, Piece
+from loopbreak.agent.policy import PolicyConfig
+from loopbreak.agent.receipt import Verifier
+from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Piece
 
 __all__ = ["LoopbreakCapability"]
 
