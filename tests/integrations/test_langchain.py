@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Optional
 from uuid import UUID
@@ -23,12 +23,11 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-
 from loopbreak import scan
-from loopbreak.audit import AuditLog
 from loopbreak.budget import Budgets
 from loopbreak.decision import Decision, DecisionKind, Reason
 from loopbreak.integrations.langchain import LoopbreakMiddleware, stop_message
@@ -119,7 +118,9 @@ def agent_with(
     *others: Any,
 ) -> Any:
     model = ScriptedModel(messages=iter(answers))
-    return create_agent(model, tools=list(tools), system_prompt=SYSTEM, middleware=[middleware, *others])
+    return create_agent(
+        model, tools=list(tools), system_prompt=SYSTEM, middleware=[middleware, *others]
+    )
 
 
 def governed(**kwargs: Any) -> tuple[LoopbreakMiddleware, list[Receipt], Decisions]:
@@ -140,7 +141,7 @@ def ask(agent: Any, prompts: Optional[Prompts] = None) -> dict[str, Any]:
 
 def test_the_fourth_identical_tool_call_is_stopped_before_it_runs() -> None:
     depths = Depths()
-    answers = [
+    answers: list[AIMessage | str] = [
         call("measure", {"depth": 5, "unit": "m"}, "c1"),
         call("measure", {"unit": "m", "depth": 5.0}, "c2"),
         call("measure", {"depth": 5.0, "unit": "m"}, "c3"),
@@ -165,7 +166,9 @@ def test_the_fourth_identical_tool_call_is_stopped_before_it_runs() -> None:
 
 def test_a_loop_is_stopped_the_same_way_in_an_async_run() -> None:
     depths = Depths()
-    answers = [call("measure", {"depth": 5, "unit": "m"}, f"c{i}") for i in range(5)]
+    answers: list[AIMessage | str] = [
+        call("measure", {"depth": 5, "unit": "m"}, f"c{i}") for i in range(5)
+    ]
     middleware, receipts, _ = governed()
     agent = agent_with(answers, middleware, [depths.tool()])
     asyncio.run(agent.ainvoke({"messages": [("user", "Check the queue.")]}))
@@ -296,7 +299,10 @@ def test_a_natural_finish_is_complete_only_if_the_verifier_says_so(
         seen.append(len(agent_state["messages"]))
         return verified
 
-    answers = [call("measure", {"depth": 3, "unit": "m"}, "c1"), "The queue is 3 m deep."]
+    answers: list[AIMessage | str] = [
+        call("measure", {"depth": 3, "unit": "m"}, "c1"),
+        "The queue is 3 m deep.",
+    ]
     middleware, receipts, _ = governed(verifier=verifier)
     ask(agent_with(answers, middleware, [depths.tool()]))
     [receipt] = receipts
@@ -305,12 +311,14 @@ def test_a_natural_finish_is_complete_only_if_the_verifier_says_so(
 
 
 def test_usage_is_recorded_from_usage_metadata_and_a_token_budget_stops_the_run() -> None:
-    usage = {"input_tokens": 700, "output_tokens": 400, "total_tokens": 1100}
-    answers = [
+    usage = UsageMetadata(input_tokens=700, output_tokens=400, total_tokens=1100)
+    answers: list[AIMessage | str] = [
         AIMessage(
             content="",
-            tool_calls=[{"name": "measure", "args": {"depth": step, "unit": "m"}, "id": f"c{step}"}],
-            usage_metadata=usage,  # type: ignore[arg-type]
+            tool_calls=[
+                {"name": "measure", "args": {"depth": step, "unit": "m"}, "id": f"c{step}"}
+            ],
+            usage_metadata=usage,
             response_metadata={"model_name": "scripted-1"},
         )
         for step in range(3)
@@ -340,7 +348,7 @@ def test_a_tool_call_budget_stops_before_the_call_runs() -> None:
 def test_every_decision_is_audited_in_order_and_each_run_gets_a_fresh_policy() -> None:
     depths = Depths()
     middleware, receipts, decisions = governed()
-    answers = [
+    answers: list[AIMessage | str] = [
         call("measure", {"depth": 1, "unit": "m"}, "a1"),
         "First run done.",
         call("measure", {"depth": 2, "unit": "m"}, "b1"),
@@ -385,7 +393,9 @@ def test_concurrent_runs_of_one_agent_do_not_share_a_policy() -> None:
         return agent_with([*answers, "done"], middleware, [depths.tool()])
 
     async def both() -> None:
-        await asyncio.gather(*(agent.ainvoke({"messages": [("user", "go")]}) for agent in (one_agent(), one_agent())))
+        await asyncio.gather(
+            *(agent.ainvoke({"messages": [("user", "go")]}) for agent in (one_agent(), one_agent()))
+        )
 
     asyncio.run(both())
     # Each run made 2 identical calls (under the limit of 3 copies): pooled, the 4 would stop.
@@ -419,7 +429,9 @@ def test_a_cancelled_run_gets_a_receipt() -> None:
         return "approved"
 
     middleware, receipts, _ = governed()
-    agent = agent_with([call("wait_for_approval", {"ticket": "T-1"}, "c1")], middleware, [wait_for_approval])
+    agent = agent_with(
+        [call("wait_for_approval", {"ticket": "T-1"}, "c1")], middleware, [wait_for_approval]
+    )
 
     async def cancel_midway() -> None:
         task = asyncio.ensure_future(agent.ainvoke({"messages": [("user", "go")]}))

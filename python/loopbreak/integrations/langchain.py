@@ -43,7 +43,8 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any, Optional, Union
+from typing import Annotated, Any, Mapping, Optional, Union
+from uuid import UUID
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -64,7 +65,7 @@ from langchain_core.messages import (
     ToolCall,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.outputs import ChatGenerationChunk, GenerationChunk
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -229,14 +230,23 @@ class _StreamWatch(BaseCallbackHandler):
         return self._guard.degeneration
 
     def on_llm_new_token(
-        self, token: str, *, chunk: Optional[object] = None, **kwargs: Any
+        self,
+        token: Union[str, list[Union[str, dict[str, Any]]]],
+        *,
+        chunk: Optional[Union[GenerationChunk, ChatGenerationChunk]] = None,
+        run_id: UUID,
+        parent_run_id: Optional[UUID] = None,
+        tags: Optional[list[str]] = None,
+        **kwargs: Any,
     ) -> None:
         self.tokens += 1
         if isinstance(chunk, ChatGenerationChunk):
             self.message_id = chunk.message.id or self.message_id
             self._pending.append(chunk.message)
-        else:
+        elif isinstance(token, str):
             self._pending.append(token)
+        else:
+            return
         try:
             next(self._guard)
         except StopIteration:  # the guard ended the stream: it found a loop
@@ -261,7 +271,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         config: Optional[PolicyConfig] = None,
         *,
         verifier: Optional[Verifier] = None,
-        on_receipt: Optional[Callable[[Receipt], None]] = None,
+        on_receipt: Optional[Callable[[Receipt], object]] = None,
         audit_sinks: Iterable[AuditSink] = (),
         rules: Optional[Rules] = None,
         keep: int = DEFAULT_KEEP,
@@ -299,7 +309,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         self, state: LoopbreakState, runtime: Runtime[Any]
     ) -> Optional[dict[str, Any]]:
         update: dict[str, Any] = {}
-        run = state.get(RUN_KEY)
+        run = _run_of(state)
         if run is None:  # resumed from a checkpoint: the record is not checkpointed
             run = update[RUN_KEY] = self._new_run(runtime)
         decision = run.start_step(state["messages"])
@@ -314,10 +324,8 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         return self.before_model(state, runtime)
 
     @hook_config(can_jump_to=["end"])
-    def after_model(
-        self, state: LoopbreakState, runtime: Runtime[Any]
-    ) -> Optional[dict[str, Any]]:
-        run = state.get(RUN_KEY)
+    def after_model(self, state: LoopbreakState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        run = _run_of(state)
         if run is None or run.degeneration is not None or not run.model_called:
             return None  # a degenerate answer carries no tool calls: the run ends
         message = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
@@ -336,7 +344,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         return self.after_model(state, runtime)
 
     def after_agent(self, state: LoopbreakState, runtime: Runtime[Any]) -> None:
-        run = state.get(RUN_KEY)
+        run = _run_of(state)
         if run is not None:
             run.stopped_by_framework(state)
             self._finish(run, state)
@@ -351,7 +359,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResult:
-        run: Optional[_Run] = request.state.get(RUN_KEY)
+        run = _run_of(request.state)
         if run is None:
             return handler(request)
         watch = _StreamWatch(self.rules, self.keep)
@@ -369,7 +377,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResult:
-        run: Optional[_Run] = request.state.get(RUN_KEY)
+        run = _run_of(request.state)
         if run is None:
             return await handler(request)
         watch = _StreamWatch(self.rules, self.keep)
@@ -449,7 +457,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         return AIMessage(content=degeneration.persist_text, id=watch.message_id)
 
     def _tool_failed(self, request: ToolCallRequest, error: BaseException) -> None:
-        run: Optional[_Run] = request.state.get(RUN_KEY) if isinstance(request.state, dict) else None
+        run = _run_of(request.state)
         if run is not None:
             self._fail(run, request.state, error, tool=request.tool_call["name"])
 
@@ -463,6 +471,13 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         receipt = run.finish(self.verifier, state)
         if receipt is not None and self.on_receipt is not None:
             self.on_receipt(receipt)
+
+
+def _run_of(state: object) -> Optional[_Run]:
+    """The run record in a hook's state (None if the run started before this middleware
+    governed it, e.g. resumed from a checkpoint, which does not hold the record)."""
+    run = state.get(RUN_KEY) if isinstance(state, Mapping) else None
+    return run if isinstance(run, _Run) else None
 
 
 def stop_message(decision: Decision) -> str:
