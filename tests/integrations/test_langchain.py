@@ -27,6 +27,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+
 from loopbreak import scan
 from loopbreak.budget import Budgets
 from loopbreak.decision import Decision, DecisionKind, Reason
