@@ -50,7 +50,7 @@ def calls(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
     return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
 
 
-SCRIPT = [
+SCRIPT: list[AIMessage | str] = [
     # 1. reports
     calls("queue_depth", {"queue": "billing", "unit": "messages"}, "r1"),
     calls("write_report", {"text": "billing: 5 messages"}, "r2"),
