@@ -24,8 +24,11 @@ between them. The hooks, in the order a step meets them:
 Streaming: a middleware sees no stream; the model call runs inside the framework. The
 middleware adds a callback handler to the model for the call (``request.override(model=...)``
 with the model's documented ``callbacks``), which sees each token as ``on_llm_new_token`` and,
-at a finding, raises out of the model's stream, which stops it: the loop is cut within the delta
-in which a rule holds. The model streams when the agent is streamed (``stream_mode="messages"``,
+at a finding, raises ``DegenerationDetected`` out of the model's stream, which stops it (the
+HTTP response is closed): the loop is cut within the delta in which a rule holds, and the
+middleware answers for the call with the trimmed text. LangChain logs the raised error once as a
+warning ("Error in _StreamWatch.on_llm_new_token callback"), as it does for any callback that
+raises. The model streams when the agent is streamed (``stream_mode="messages"``,
 ``astream_events``) or was built with ``streaming=True``; otherwise the whole answer is checked
 when the call returns, after it was generated in full. LangGraph's v2 content-block events
 (``on_stream_event``) are not watched: under them the answer is checked when the call returns.
@@ -76,6 +79,7 @@ from typing_extensions import NotRequired
 from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.audit import AuditLog, AuditSink
 from loopbreak.decision import Decision
+from loopbreak.errors import DegenerationDetected
 from loopbreak.policy import PolicyConfig, RunPolicy, StepPlan
 from loopbreak.receipt import Receipt, RunEvidence
 from loopbreak.stream import CONTENT, Degeneration, Guarded, Piece
@@ -199,14 +203,11 @@ class LoopbreakState(AgentState[Any]):
     loopbreak_run: NotRequired[Annotated[_Run, UntrackedValue, PrivateStateAttr]]
 
 
-class _GenerationStopped(BaseException):
-    """Raised out of the model's stream to stop a degenerate generation. A ``BaseException``,
-    like ``GeneratorExit``: a retry or fallback middleware between this one and the model
-    catches ``Exception`` and would generate the loop again."""
-
-
 class _StreamWatch(BaseCallbackHandler):
-    """Sees one model call's tokens and stops the call where its output starts looping."""
+    """Sees one model call's tokens and stops the call where its output starts looping, by
+    raising ``DegenerationDetected`` out of the model's stream. The middleware tells the stop
+    by ``degeneration`` being set, not by the exception: a middleware between it and the model
+    may catch the error (a retry: the watch cuts the retried call at its first token)."""
 
     raise_error = True  # the stop must leave the callback, not be logged
     run_inline = True  # async runs: called in order on the event loop, not in a thread
@@ -215,7 +216,7 @@ class _StreamWatch(BaseCallbackHandler):
         super().__init__()
         self._pending: deque[Union[BaseMessage, str]] = deque()
         self._guard = Guarded(
-            self._next_pending(), _pieces, on_degeneration="stop", rules=rules, keep=keep
+            self._next_pending(), _pieces, on_degeneration="raise", rules=rules, keep=keep
         )
         self.tokens = 0
         self.message_id: Optional[str] = None
@@ -248,9 +249,10 @@ class _StreamWatch(BaseCallbackHandler):
         else:
             return
         try:
-            next(self._guard)
-        except StopIteration:  # the guard ended the stream: it found a loop
-            raise _GenerationStopped from None
+            next(self._guard)  # raises DegenerationDetected where a rule holds
+        except StopIteration:  # the guard stopped at a finding before: a retried call
+            assert self.degeneration is not None
+            raise DegenerationDetected(self.degeneration) from None
 
 
 class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
@@ -365,9 +367,9 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         watch = _StreamWatch(self.rules, self.keep)
         try:
             response = handler(_prepared(request, run.plan, watch))
-        except _GenerationStopped:
-            return self._cut(run, request, watch)
         except BaseException as error:
+            if watch.degeneration is not None:  # the watch cut the stream
+                return self._cut(run, request, watch)
             self._fail(run, request.state, error, tool=None)
             raise
         return self._checked(run, request, response, watch)
@@ -383,9 +385,9 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         watch = _StreamWatch(self.rules, self.keep)
         try:
             response = await handler(_prepared(request, run.plan, watch))
-        except _GenerationStopped:
-            return self._cut(run, request, watch)
         except BaseException as error:
+            if watch.degeneration is not None:  # the watch cut the stream
+                return self._cut(run, request, watch)
             self._fail(run, request.state, error, tool=None)
             raise
         return self._checked(run, request, response, watch)
@@ -429,6 +431,8 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
     ) -> ModelResponse[Any]:
         """Records the answer; an unstreamed answer is checked whole (a streamed one was
         checked token by token) and, if it loops, replaced by its trimmed text."""
+        if watch.degeneration is not None:  # an inner middleware answered for the cut call
+            return ModelResponse(result=[self._cut(run, request, watch)])
         index, message = _ai_message(response.result)
         run.model_answered(message, request.model)
         if message is None or watch.tokens:
