@@ -30,8 +30,10 @@ middleware answers for the call with the trimmed text. LangChain logs the raised
 warning ("Error in _StreamWatch.on_llm_new_token callback"), as it does for any callback that
 raises. The model streams when the agent is streamed (``stream_mode="messages"``,
 ``astream_events``) or was built with ``streaming=True``; otherwise the whole answer is checked
-when the call returns, after it was generated in full. LangGraph's v2 content-block events
-(``on_stream_event``) are not watched: under them the answer is checked when the call returns.
+when the call returns, after it was generated in full. Under LangGraph's experimental
+content-block protocol (``stream_events(version="v3")``) tokens arrive as ``on_stream_event``,
+which is not watched: the answer is checked when the call returns. docs/integrations/langchain.md
+lists what no hook of LangChain 1.x lets a middleware see (e.g. ``GraphRecursionError``).
 
 Put the middleware first in ``create_agent(middleware=[...])``: its ``wrap_*`` hooks are then the
 outermost, so an error reaching them ends the run (inner retries and tool-error handlers had
