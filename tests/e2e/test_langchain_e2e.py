@@ -1,8 +1,10 @@
 """A LangChain v1 agent on a real model: ``create_agent`` drives SmolLM2-135M (greedy, served by
 llama-cpp-python) through ``langchain-openai``'s ``ChatOpenAI`` over real HTTP. Given the
-home-automation task of the model corpus (``d10-greedy``), the model loops until ``max_tokens``;
-with ``LoopbreakMiddleware`` the agent's stream is cut where the loop starts, the server sees the
-client go, the agent's last message is the trimmed text and the run's STUCK receipt is in SQLite.
+home-automation task of the model corpus (``d10-greedy``), the model loops until ``max_tokens``
+(test_smollm2.py runs it unguarded with the same settings and records the output in
+tests/data/smollm2_e2e.jsonl); with ``LoopbreakMiddleware`` the agent's stream is cut where the
+loop starts, the server sees the client go, the agent's last message is the trimmed text and the
+run's STUCK receipt is in SQLite.
 """
 
 from __future__ import annotations
@@ -40,11 +42,19 @@ def smollm2(server: ModelServer) -> ChatOpenAI:
     )
 
 
+def unguarded_output(regression_data: Path) -> str:
+    """The model's whole output for the task, as test_smollm2.py recorded it unguarded."""
+    with open(regression_data, encoding="utf-8") as lines:
+        row = next(r for r in map(json.loads, lines) if r["id"] == TASK.id)
+    assert row["settings"]["max_tokens"] == MAX_TOKENS and row["finish_reason"] == "length"
+    text: str = row["text"]
+    return text
+
+
 def test_a_looping_agent_run_is_stopped_and_its_receipt_saved(
-    model_server: ModelServer, tmp_path: Path
+    model_server: ModelServer, regression_data: Path, tmp_path: Path
 ) -> None:
-    unguarded = smollm2(model_server).invoke([("user", TASK.text)])
-    assert unguarded.response_metadata["finish_reason"] == "length", "the model should loop"
+    unguarded = unguarded_output(regression_data)
 
     db = tmp_path / "runs.db"
     receipts: list[Receipt] = []
@@ -61,7 +71,8 @@ def test_a_looping_agent_run_is_stopped_and_its_receipt_saved(
     assert wait_for_disconnects(model_server, disconnects + 1) == disconnects + 1
     answer = str(result["messages"][-1].content)
     assert "[loopbreak: removed" in answer
-    assert len(answer) < len(str(unguarded.content)) // 2
+    assert answer.startswith(unguarded[:200])  # the same greedy output, up to the cut
+    assert len(answer) < len(unguarded) // 2
     with sqlite3.connect(db) as connection:
         rows = connection.execute("SELECT run_id, state, reason, receipt FROM receipts").fetchall()
     [(run_id, state, reason, saved)] = rows
@@ -69,4 +80,4 @@ def test_a_looping_agent_run_is_stopped_and_its_receipt_saved(
     [finding] = [e["details"]["finding"] for e in json.loads(saved)["evidence"]]
     assert finding["source"] == "content"
     # Cut where the rule first held, long before the unguarded run's end.
-    assert finding["detected_at"] < len(str(unguarded.content)) // 2
+    assert finding["detected_at"] < len(unguarded) // 4
