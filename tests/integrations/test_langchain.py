@@ -262,6 +262,22 @@ def test_a_streamed_answer_that_loops_is_cut_and_only_its_trimmed_text_is_kept()
     assert evidence.details["reason"].startswith("Output degeneration detected in content")
 
 
+@pytest.mark.filterwarnings("ignore:The v3 streaming protocol on Pregel is experimental")
+def test_langgraphs_content_block_event_stream_is_cut_the_same_way() -> None:
+    # stream_events(version="v3") routes the model through the v2 event protocol; the model's
+    # _stream still reports each token to on_llm_new_token, as LangChain chat models do.
+    middleware, receipts, _ = governed()
+    agent = agent_with([looping_answer()], middleware)
+    run = agent.stream_events({"messages": [("user", "Why did the deploy fail?")]}, version="v3")
+    for _ in run:
+        pass
+    kept = str(run.output["messages"][-1].content)
+    assert kept.startswith(INTRO + LOOPING_LINE * 3) and "[loopbreak: removed" in kept
+    [receipt] = receipts
+    [evidence] = [e for e in receipt.evidence if e.kind is EvidenceKind.DEGENERATION]
+    assert evidence.details["finding"]["detected_at"] < 600  # cut in the stream, not after it
+
+
 def test_an_unstreamed_answer_that_loops_enters_the_state_trimmed() -> None:
     answer = looping_answer(300)
     middleware, receipts, _ = governed()

@@ -31,8 +31,10 @@ warning ("Error in _StreamWatch.on_llm_new_token callback"), as it does for any 
 raises. The model streams when the agent is streamed (``stream_mode="messages"``,
 ``astream_events``) or was built with ``streaming=True``; otherwise the whole answer is checked
 when the call returns, after it was generated in full. Under LangGraph's experimental
-content-block protocol (``stream_events(version="v3")``) tokens arrive as ``on_stream_event``,
-which is not watched: the answer is checked when the call returns. docs/integrations/langchain.md
+content-block protocol (``stream_events(version="v3")``) the model's ``_stream`` still reports
+each token to ``on_llm_new_token``, as LangChain's chat models do; a model that implements only
+the native event hook (``_stream_chat_model_events``, none of the pinned packages does) would be
+checked when the call returns. docs/integrations/langchain.md
 lists what no hook of LangChain 1.x lets a middleware see (e.g. ``GraphRecursionError``).
 
 Put the middleware first in ``create_agent(middleware=[...])``: its ``wrap_*`` hooks are then the
