@@ -27,6 +27,8 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command, interrupt
 
 from loopbreak import scan
 from loopbreak.budget import Budgets
@@ -460,6 +462,33 @@ def test_a_cancelled_run_gets_a_receipt() -> None:
     asyncio.run(cancel_midway())
     [receipt] = receipts
     assert receipt.evidence[-1].kind is EvidenceKind.USER_ABORT
+
+
+def test_an_interrupt_waits_and_the_resumed_run_gets_a_policy_of_its_own() -> None:
+    @tool
+    def restart(service: str) -> str:
+        """Restarts a service, once a person approves."""
+        answer = interrupt({"approve": f"restart {service}?"})
+        return f"restarted {service}" if answer == "yes" else "not restarted"
+
+    middleware, receipts, decisions = governed()
+    model = ScriptedModel(messages=iter([call("restart", {"service": "db"}, "c1"), "Restarted."]))
+    agent = create_agent(
+        model, tools=[restart], middleware=[middleware], checkpointer=InMemorySaver()
+    )
+    thread = {"configurable": {"thread_id": "t1"}}
+    paused = agent.invoke({"messages": [("user", "Restart the db.")]}, thread)
+    assert paused["__interrupt__"]
+    [waiting] = receipts
+    assert waiting.state is ReceiptState.WAITING_UNROUTED
+    assert waiting.evidence[-1].details["missing"] == ["owner", "deadline", "resume_token"]
+
+    done = agent.invoke(Command(resume="yes"), thread)
+    assert done["messages"][-1].content == "Restarted."
+    _, resumed = receipts
+    assert resumed.run_id != waiting.run_id  # the policy is not checkpointed: a new one
+    assert resumed.reason == "unverified_completion"
+    assert [d.step for d in decisions.events if d.run_id == resumed.run_id] == [0]
 
 
 def test_the_frameworks_call_limits_are_recorded_as_limits() -> None:

@@ -74,7 +74,7 @@ from langchain_core.messages import (
 )
 from langchain_core.outputs import ChatGenerationChunk, GenerationChunk
 from langgraph.channels.untracked_value import UntrackedValue
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -163,9 +163,11 @@ class _Run:
     def failed(self, error: BaseException, tool: Optional[str]) -> None:
         """Records how an error leaving the model (``tool`` None) or a tool ended the run."""
         self.outcome_recorded = True
-        if isinstance(error, GraphBubbleUp):
-            # An interrupt pauses the run for a person; nothing here says who or until when.
+        if isinstance(error, GraphInterrupt):
+            # The run pauses for a person; nothing here says who or until when.
             self.evidence.record_approval_request()
+        elif isinstance(error, GraphBubbleUp):
+            pass  # a tool handed the run to the parent graph: no outcome to record (UNCERTAIN)
         elif isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
             self.evidence.record_user_abort(error)
         elif isinstance(error, TimeoutError):
