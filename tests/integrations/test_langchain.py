@@ -24,7 +24,7 @@ from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -476,14 +476,15 @@ def test_an_interrupt_waits_and_the_resumed_run_gets_a_policy_of_its_own() -> No
     agent = create_agent(
         model, tools=[restart], middleware=[middleware], checkpointer=InMemorySaver()
     )
-    thread = {"configurable": {"thread_id": "t1"}}
-    paused = agent.invoke({"messages": [("user", "Restart the db.")]}, thread)
+    thread: RunnableConfig = {"configurable": {"thread_id": "t1"}}
+    paused = agent.invoke({"messages": [{"role": "user", "content": "Restart the db."}]}, thread)
     assert paused["__interrupt__"]
     [waiting] = receipts
     assert waiting.state is ReceiptState.WAITING_UNROUTED
     assert waiting.evidence[-1].details["missing"] == ["owner", "deadline", "resume_token"]
 
-    done = agent.invoke(Command(resume="yes"), thread)
+    approve: Command[Any] = Command(resume="yes")
+    done = agent.invoke(approve, thread)
     assert done["messages"][-1].content == "Restarted."
     _, resumed = receipts
     assert resumed.run_id != waiting.run_id  # the policy is not checkpointed: a new one
