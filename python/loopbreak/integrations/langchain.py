@@ -572,22 +572,24 @@ def _tool_results_since_model(messages: Sequence[AnyMessage]) -> list[str]:
     return results
 
 
-def _pieces(item: Union[BaseMessage, str]) -> Iterator[Piece]:
+def _pieces(item: Union[BaseMessage, str]) -> list[Piece]:
     """The text of a streamed token, a streamed chunk or a whole answer: its text, and each
-    tool call's arguments as a source of its own."""
+    tool call's arguments as a source of its own. Called per token: the common chunk (text
+    only) costs one ``Piece``."""
     if isinstance(item, str):
-        yield Piece(CONTENT, item)
-        return
-    yield Piece(CONTENT, str(item.text))
+        return [Piece(CONTENT, item)]
+    content = item.content
+    pieces = [Piece(CONTENT, content if isinstance(content, str) else str(item.text))]
     if isinstance(item, AIMessageChunk):
         for position, chunk in enumerate(item.tool_call_chunks):
             index = chunk.get("index")
             source = f"tool_calls[{position if index is None else index}].arguments"
-            yield Piece(source, chunk.get("args") or "", chunk.get("name"))
+            pieces.append(Piece(source, chunk.get("args") or "", chunk.get("name")))
     elif isinstance(item, AIMessage):
         for position, call in enumerate(item.tool_calls):
             arguments = json.dumps(call["args"], ensure_ascii=False)
-            yield Piece(f"tool_calls[{position}].arguments", arguments, call["name"])
+            pieces.append(Piece(f"tool_calls[{position}].arguments", arguments, call["name"]))
+    return pieces
 
 
 def _scan(message: AIMessage, rules: Optional[Rules], keep: int) -> Optional[Degeneration]:
