@@ -19,7 +19,7 @@ from uuid import UUID
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import BaseCallbackHandler, CallbackManager, Callbacks
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
@@ -278,6 +278,32 @@ def test_langgraphs_content_block_event_stream_is_cut_the_same_way() -> None:
     [receipt] = receipts
     [evidence] = [e for e in receipt.evidence if e.kind is EvidenceKind.DEGENERATION]
     assert evidence.details["finding"]["detected_at"] < 600  # cut in the stream, not after it
+
+
+class Tokens(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_llm_new_token(self, *args: Any, **kwargs: Any) -> None:
+        self.count += 1
+
+
+@pytest.mark.parametrize("as_manager", [False, True], ids=["list", "manager"])
+def test_the_models_own_callbacks_keep_working_beside_the_watch(as_manager: bool) -> None:
+    tokens = Tokens()
+    callbacks: Callbacks = CallbackManager([tokens]) if as_manager else [tokens]
+    model = ScriptedModel(messages=iter([looping_answer()]), callbacks=callbacks)
+    middleware, receipts, _ = governed()
+    agent = create_agent(model, middleware=[middleware])
+    for _ in agent.stream(
+        {"messages": [{"role": "user", "content": "why?"}]}, stream_mode="messages"
+    ):
+        pass
+    assert 0 < tokens.count < 200  # it saw the tokens up to the cut
+    # The user's model is left as it was: the watch went on a copy for the call.
+    own = model.callbacks
+    assert (own.handlers if isinstance(own, CallbackManager) else own) == [tokens]
+    assert [r.reason for r in receipts] == ["degeneration"]
 
 
 def test_an_unstreamed_answer_that_loops_enters_the_state_trimmed() -> None:

@@ -61,7 +61,7 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     hook_config,
 )
-from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
+from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager, Callbacks
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -215,7 +215,7 @@ class _StreamWatch(BaseCallbackHandler):
     by ``degeneration`` being set, not by the exception: a middleware between it and the model
     may catch the error (a retry: the watch cuts the retried call at its first token)."""
 
-    raise_error = True  # the stop must leave the callback, not be logged
+    raise_error = True  # LangChain logs and swallows a callback's error unless this is set
     run_inline = True  # async runs: called in order on the event loop, not in a thread
 
     def __init__(self, rules: Optional[Rules], keep: int) -> None:
@@ -531,16 +531,15 @@ def _prepared(
     return request.override(model=watched, system_message=system, tools=[], tool_choice=None)
 
 
-def _with_handler(callbacks: object, handler: BaseCallbackHandler) -> object:
+def _with_handler(callbacks: Callbacks, handler: BaseCallbackHandler) -> Callbacks:
+    """The model's own callbacks (a list or a manager) plus ``handler``."""
     if callbacks is None:
         return [handler]
     if isinstance(callbacks, BaseCallbackManager):
         manager = callbacks.copy()
         manager.add_handler(handler, inherit=False)
         return manager
-    if isinstance(callbacks, list):
-        return [*callbacks, handler]
-    raise TypeError(f"unexpected model callbacks: {type(callbacks).__name__}")
+    return [*callbacks, handler]
 
 
 def _with_addendum(system: Optional[SystemMessage], addendum: str) -> Optional[SystemMessage]:
