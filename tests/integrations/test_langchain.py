@@ -429,6 +429,20 @@ def test_every_decision_is_audited_in_order_and_each_run_gets_a_fresh_policy() -
     assert repeat.value == 1
 
 
+def test_the_run_record_stays_out_of_the_result() -> None:
+    middleware, receipts, _ = governed()
+    agent = agent_with(["First.", "Second."], middleware)
+    assert set(ask(agent)) == {"messages"}
+    values = [
+        data
+        for data in agent.stream(
+            {"messages": [{"role": "user", "content": "again"}]}, stream_mode="values"
+        )
+        if "loopbreak_run" in data
+    ]
+    assert repr(values[-1]["loopbreak_run"]) == f"<loopbreak run {receipts[-1].run_id} step 0>"
+
+
 def test_concurrent_runs_of_one_agent_do_not_share_a_policy() -> None:
     depths = Depths()
     middleware, receipts, _ = governed()

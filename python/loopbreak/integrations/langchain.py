@@ -123,6 +123,10 @@ class _Run:
         # Parallel tool calls run in threads: two may fail at once and both try to finish.
         self._lock = threading.Lock()
 
+    def __repr__(self) -> str:
+        # LangGraph streams every channel: this is what stream_mode="values" shows of the run.
+        return f"<loopbreak run {self.policy.run_id} step {self.policy.step}>"
+
     def start_step(self, messages: Sequence[AnyMessage]) -> Decision:
         """Ends the open step with its tool results as progress, then starts the next one."""
         if self.step_open:
