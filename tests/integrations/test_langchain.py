@@ -211,6 +211,24 @@ def test_max_steps_6_warns_counting_down_nudges_on_the_last_then_stops() -> None
     assert receipt.state is ReceiptState.BOUNDED_STOP and receipt.reason == "step_limit"
 
 
+def test_steps_whose_tool_results_bring_nothing_new_stop_with_no_progress() -> None:
+    @tool
+    def search(query: str) -> str:
+        """Searches the runbook."""
+        return "no results"
+
+    answers: list[AIMessage | str] = [
+        call("search", {"query": f"timeout cause {n}"}, f"c{n}") for n in range(8)
+    ]
+    middleware, receipts, decisions = governed()
+    result = ask(agent_with(answers, middleware, [search]))
+    stop = decisions.events[-1]
+    assert (stop.reason, stop.step, stop.value) == (Reason.NO_PROGRESS, 4, 4)
+    assert result["messages"][-1].content == stop_message(stop)
+    [receipt] = receipts
+    assert receipt.state is ReceiptState.STUCK and receipt.reason == "no_progress"
+
+
 def test_the_lockdown_offers_no_tools_on_the_last_step() -> None:
     depths = Depths()
     prompts = Prompts()
