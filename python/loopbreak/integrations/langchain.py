@@ -49,8 +49,8 @@ import json
 import threading
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any, Mapping, Optional, Union
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Annotated, Any, Optional, Union
 from uuid import UUID
 
 from langchain.agents.middleware.types import (
