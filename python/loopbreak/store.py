@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Mapping, Optional, Union
@@ -101,14 +102,20 @@ class Database:
     """A loopbreak database: a path to open, or a ``sqlite3.Connection`` to adopt.
 
     Use it as a context manager or call ``close()``; only a connection opened here is closed.
-    One ``Database`` belongs to one thread, as its connection does.
+    Threads may share one ``Database`` (agent frameworks run their hooks on worker threads): its
+    writes are serialised by a lock, and a connection opened here may be used from any thread.
+    An adopted connection keeps its own thread rule.
     """
 
     def __init__(self, target: Union[str, os.PathLike[str], sqlite3.Connection]) -> None:
+        self._lock = threading.Lock()
         if isinstance(target, sqlite3.Connection):
             self.connection, self._owned = target, False
         elif isinstance(target, (str, os.PathLike)):
-            self.connection, self._owned = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000), True
+            self.connection = sqlite3.connect(
+                target, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            )
+            self._owned = True
             self.connection.execute("PRAGMA journal_mode=WAL")
             # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the
             # last commits), and saves an fsync per commit.
@@ -153,7 +160,7 @@ class Database:
             raise ValueError(f"no table {table!r} in the loopbreak store")
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
-        with self.connection:
+        with self._lock, self.connection:
             cursor = self.connection.execute(
                 f"INSERT INTO {table} ({columns}) VALUES ({marks})", tuple(row.values())
             )

@@ -1,7 +1,10 @@
 """Adapters between loopbreak and the libraries streams and agent loops come from.
 
-Each submodule imports its library, which is an optional dependency (its extra):
-``openai`` and ``starlette`` for the stream guards of ``loopbreak.integrations.openai`` and
-``loopbreak.integrations.starlette``; ``pydantic-ai`` and ``openai-agents`` for the run
-governance of ``loopbreak.integrations.pydantic_ai`` and ``loopbreak.integrations.openai_agents``.
+Each submodule imports its library, an optional dependency installed with its extra
+(``pip install 'loopbreak[NAME]'``), and is imported only when used:
+
+- stream guards: ``openai`` (the SDK's chat and Responses streams), ``starlette`` (relaying a
+  guarded stream as server-sent events);
+- agent-loop governance: ``langchain`` (a middleware for LangChain v1 agents), ``pydantic_ai``
+  (a capability), ``openai_agents`` (a runner for the OpenAI Agents SDK).
 """
