@@ -13,7 +13,8 @@ On top of it (``loopbreak.stream``): ``guard(deltas)`` / ``aguard(deltas)`` pass
 text deltas through and stop it where it starts looping, raising ``DegenerationDetected`` (a
 ``LoopbreakError``) or, with ``on_degeneration="stop"``, just ending it; the returned
 ``Guarded`` / ``AsyncGuarded`` tells what happened and what to save. ``loopbreak.persist``
-saves it to SQLite; ``loopbreak.integrations`` adapts OpenAI SDK streams and Starlette SSE.
+saves it to SQLite; ``loopbreak.integrations`` adapts the OpenAI, Anthropic and LiteLLM streams
+and Starlette SSE.
 
 Around an agent loop (``loopbreak.policy``, ``budget``, ``audit``, ``receipt``): a ``RunPolicy``
 decides before each step and tool call (step warnings, final-step nudge or lockdown, repeated

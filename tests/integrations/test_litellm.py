@@ -18,6 +18,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import litellm
 import pytest
 from litellm import CustomStreamWrapper
+from litellm.types.utils import Choices, Message, ModelResponse
 from recorded import RECORDED
 from recorded_server import ANSWER_AFTER_REASONING, Recordings, routes, serve
 from starlette.applications import Starlette
@@ -183,6 +184,26 @@ def test_clean_reasoning_through_litellm_stays_out_of_the_answer(
     assert thinking == RECORDED["d20-sampled"].text
     assert guarded.status == "ok" and guarded.text == ANSWER_AFTER_REASONING
     assert recordings.last(model).completed
+
+
+def test_looping_custom_tool_input_is_stopped() -> None:
+    """A custom tool's free-form input (LiteLLM's ``custom`` tool calls): LiteLLM's mock of a
+    whole response streams it as one chunk."""
+    loop = RECORDED["d27-greedy"].text
+    call = {"id": "call_1", "type": "custom", "custom": {"name": "write_file", "input": loop}}
+    message = Message(content=None, role="assistant", tool_calls=[call])
+    response = ModelResponse(
+        choices=[Choices(index=0, finish_reason="tool_calls", message=message)]
+    )
+    stream = litellm.completion(
+        model="openai/mock", messages=MESSAGES, stream=True, mock_response=response
+    )
+    with pytest.raises(DegenerationDetected) as caught:
+        list(guard_completion(stream))
+    error = caught.value
+    assert (error.source, error.tool_name) == ("tool_calls[0].input", "write_file")
+    assert error.finding.to_dict() == scan(loop)[0].to_dict()
+    assert error.degeneration.source_persist_text == trim(loop).text
 
 
 def test_adapter_refuses_what_is_not_a_stream() -> None:

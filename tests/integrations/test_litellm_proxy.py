@@ -141,8 +141,9 @@ def test_proxy_stops_a_looping_stream_for_an_unguarded_client(proxy: Proxy) -> N
         for chunk in stream:
             if chunk.choices:
                 received.append(chunk.choices[0].delta.content or "")
-    message = caught.value.message
+    message, body = caught.value.message, caught.value.body
     assert message.startswith("Output degeneration detected in content: ")
+    assert isinstance(body, dict) and (body["message"], body["code"]) == (message, "400")
     assert f"from unit {expected.start} ({expected.rule}," in message
     streamed = "".join(received)
     assert len(streamed) < expected.detected_at and recording.text.startswith(streamed)

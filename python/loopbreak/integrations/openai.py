@@ -8,8 +8,8 @@ HTTP response so the server stops generating.
 
 The answer text (source ``"content"``: ``delta.content`` of choice 0, or the
 ``response.output_text.delta`` events), the reasoning (source ``"reasoning"``: the
-``reasoning_content`` that OpenAI-compatible servers add to chat deltas, or the
-``response.reasoning_text.delta`` and ``response.reasoning_summary_text.delta`` events) and
+``reasoning_content`` or ``reasoning`` field that OpenAI-compatible servers add to chat deltas,
+or the ``response.reasoning_text.delta`` and ``response.reasoning_summary_text.delta`` events) and
 each tool call's arguments are fed to separate detectors: a loop inside thinking or tool
 arguments is the same failure, and mixing the texts would hide it. Tool-call sources are named
 ``tool_calls[i].arguments`` (chat; other choices are prefixed ``choices[n].``) and
