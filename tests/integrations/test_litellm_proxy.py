@@ -34,7 +34,12 @@ import loopbreak
 from loopbreak import scan
 
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": "(the recorded prompt)"}]
-MODELS = ["content:d10-greedy", "content:d37-sampled", "reasoning_content:d14-greedy"]
+MODELS = [
+    "content:d10-greedy",
+    "content:d37-sampled",
+    "content:d20-sampled",
+    "reasoning_content:d14-greedy",
+]
 START_TIMEOUT = 600
 """Seconds to wait for the proxy: generous, as other work on the 2 cores slows its import."""
 
@@ -176,4 +181,16 @@ def test_proxy_stops_looping_reasoning(proxy: Proxy) -> None:
     assert f"from unit {expected.start} ({expected.rule}," in caught.value.message
     assert "".join(answer) == "" and ANSWER_AFTER_REASONING  # stopped before any answer
     assert proxy.finished_upstream(model).disconnected_early
+    client.close()
+
+
+def test_a_client_leaving_early_stops_the_upstream_through_the_guardrail(proxy: Proxy) -> None:
+    model = "content:d20-sampled"
+    client = proxy.openai()
+    stream = client.chat.completions.create(model=model, messages=MESSAGES, stream=True)
+    for _, _chunk in zip(range(3), stream):
+        pass
+    stream.close()
+    log = proxy.finished_upstream(model)
+    assert log.disconnected_early and log.sent < log.total
     client.close()
