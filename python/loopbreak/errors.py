@@ -66,7 +66,8 @@ class DegenerationDetected(LoopbreakError):
 
     @property
     def source(self) -> str:
-        """Which part of the output looped: ``"content"`` or a tool call's arguments."""
+        """Which part of the output looped: ``"content"``, ``"reasoning"`` or a tool call's
+        arguments."""
         return self.degeneration.source
 
     @property

@@ -3,7 +3,12 @@
 ``POST /v1/chat/completions`` and ``POST /v1/responses`` stream a recording chosen by the
 request's ``model``: ``"content:<id>"`` streams it as answer text, ``"tool:<id>"`` as the
 arguments of a ``write_file`` tool call (a JSON object whose ``content`` is the recording), and
-any other name the loop ``DEFAULT_RECORDING`` as answer text.
+the reasoning kinds stream it as a reasoning model's thinking followed by the answer
+``ANSWER_AFTER_REASONING``: ``"reasoning_content:<id>"`` in chat deltas' ``reasoning_content``
+(DeepSeek, vLLM, llama.cpp) or Responses ``response.reasoning_text.delta`` events,
+``"reasoning:<id>"`` in chat deltas' ``reasoning`` (OpenRouter, Ollama) or Responses
+``response.reasoning_summary_text.delta`` events; any other name streams the loop
+``DEFAULT_RECORDING`` as answer text.
 Deltas are token-sized and spaced by ``TOKEN_INTERVAL`` like a live model; every stream is
 logged, so a test can see whether the server sent everything or saw the client disconnect.
 The server runs in a thread on a free localhost port (``serve``).
@@ -59,6 +64,12 @@ class Recordings:
         return [log for log in self.streams if log.model == model][-1]
 
 
+ANSWER_AFTER_REASONING = RECORDED["d08-greedy"].text
+"""A real clean answer, sent after the reasoning of the reasoning kinds."""
+
+REASONING_KINDS = ("reasoning_content", "reasoning")
+
+
 def tool_arguments(recording_id: str) -> str:
     return json.dumps({"path": "notes.md", "content": RECORDED[recording_id].text})
 
@@ -74,6 +85,8 @@ def _deltas(model: str) -> tuple[str, list[str]]:
         return kind, token_deltas(RECORDED[recording_id].text)
     if kind == "tool":
         return kind, token_deltas(tool_arguments(recording_id))
+    if kind in REASONING_KINDS:
+        return kind, token_deltas(RECORDED[recording_id].text)
     raise ValueError(f"unknown model {model!r}")
 
 
@@ -99,10 +112,13 @@ def _chat_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
         call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": ""}}
         yield _chat_chunk(model, {"tool_calls": [call]})
     for delta in deltas:
-        if kind == "content":
-            yield _chat_chunk(model, {"content": delta})
-        else:
+        if kind == "tool":
             yield _chat_chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": delta}}]})
+        else:  # content, or the thinking in the delta field the kind names
+            yield _chat_chunk(model, {kind: delta})
+    if kind in REASONING_KINDS:
+        for delta in token_deltas(ANSWER_AFTER_REASONING):
+            yield _chat_chunk(model, {"content": delta})
     yield _chat_chunk(model, {}, "tool_calls" if kind == "tool" else "stop")
     yield "data: [DONE]\n\n"
 
@@ -111,35 +127,57 @@ def _response_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
     number = iter(range(1_000_000))
     response = {"id": "resp_1", "object": "response", "created_at": 0, "model": model, "output": []}
     yield _named_sse({"type": "response.created", "sequence_number": next(number), "response": response})
+    if kind in REASONING_KINDS:
+        reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
+        yield _named_sse(_added(reasoning, next(number), output_index=0))
+        for delta in deltas:
+            if kind == "reasoning_content":
+                event = {"type": "response.reasoning_text.delta", "content_index": 0}
+            else:
+                event = {"type": "response.reasoning_summary_text.delta", "summary_index": 0}
+            event.update(item_id="rs_1", sequence_number=next(number), output_index=0, delta=delta)
+            yield _named_sse(event)
+        kind, deltas, output_index = "content", token_deltas(ANSWER_AFTER_REASONING), 1
+    else:
+        output_index = 0
     if kind == "content":
         item: dict[str, Any] = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
     else:
         item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write_file", "arguments": ""}
-    added = {"type": "response.output_item.added", "sequence_number": next(number), "output_index": 0, "item": item}
-    yield _named_sse(added)
+    yield _named_sse(_added(item, next(number), output_index))
     for delta in deltas:
         if kind == "content":
             event = {"type": "response.output_text.delta", "item_id": "msg_1", "content_index": 0, "logprobs": []}
         else:
             event = {"type": "response.function_call_arguments.delta", "item_id": "fc_1"}
-        event.update(sequence_number=next(number), output_index=0, delta=delta)
+        event.update(sequence_number=next(number), output_index=output_index, delta=delta)
         yield _named_sse(event)
     done = {"type": "response.completed", "sequence_number": next(number), "response": response}
     yield _named_sse(done)
 
 
-def _streaming_endpoint(
-    recordings: Recordings, events: Callable[[str, str, list[str]], Iterator[str]]
-) -> Callable[[Request], Any]:
+def _added(item: dict[str, Any], sequence_number: int, output_index: int) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.added",
+        "sequence_number": sequence_number,
+        "output_index": output_index,
+        "item": item,
+    }
+
+
+def streaming_endpoint(recordings: Recordings, events: Callable[[str], list[str]]) -> Callable[[Request], Any]:
+    """An endpoint streaming ``events(model)`` (SSE text, one string per event) with
+    ``TOKEN_INTERVAL`` between them, logged in ``recordings``."""
+
     async def endpoint(request: Request) -> Response:
         model = (await request.json())["model"]
-        kind, deltas = _deltas(model)
-        log = StreamLog(model, total=len(deltas))
+        sse = events(model)
+        log = StreamLog(model, total=len(sse))
         recordings.streams.append(log)
 
         async def stream() -> AsyncIterator[str]:
             try:
-                for index, event in enumerate(events(model, kind, deltas)):
+                for index, event in enumerate(sse):
                     if index:
                         await asyncio.sleep(TOKEN_INTERVAL)
                     yield event
@@ -156,9 +194,15 @@ def _streaming_endpoint(
 
 
 def routes(recordings: Recordings) -> list[BaseRoute]:
+    def chat(model: str) -> list[str]:
+        return list(_chat_events(model, *_deltas(model)))
+
+    def responses(model: str) -> list[str]:
+        return list(_response_events(model, *_deltas(model)))
+
     return [
-        Route("/v1/chat/completions", _streaming_endpoint(recordings, _chat_events), methods=["POST"]),
-        Route("/v1/responses", _streaming_endpoint(recordings, _response_events), methods=["POST"]),
+        Route("/v1/chat/completions", streaming_endpoint(recordings, chat), methods=["POST"]),
+        Route("/v1/responses", streaming_endpoint(recordings, responses), methods=["POST"]),
     ]
 
 

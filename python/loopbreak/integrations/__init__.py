@@ -3,7 +3,8 @@
 Each submodule imports its library, an optional dependency installed with its extra
 (``pip install 'loopbreak[NAME]'``), and is imported only when used:
 
-- stream guards: ``openai`` (the SDK's chat and Responses streams), ``starlette`` (relaying a
+- stream guards: ``openai`` (the SDK's chat and Responses streams), ``anthropic`` (Messages
+  streams), ``litellm`` (its streams, and a guardrail for its proxy), ``starlette`` (relaying a
   guarded stream as server-sent events);
 - agent-loop governance: ``langchain`` (a middleware for LangChain v1 agents), ``pydantic_ai``
   (a capability), ``openai_agents`` (a runner for the OpenAI Agents SDK).

@@ -10,6 +10,7 @@
 
 from loopbreak.streaming.guard import (
     CONTENT,
+    REASONING,
     AsyncGuarded,
     Degeneration,
     Guarded,
@@ -29,5 +30,6 @@ __all__ = [
     "Guarded",
     "OnDegeneration",
     "Piece",
+    "REASONING",
     "Status",
 ]

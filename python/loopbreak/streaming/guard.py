@@ -54,6 +54,10 @@ T = TypeVar("T")
 CONTENT = "content"
 """The source name of the answer text; tool-call arguments get sources of their own."""
 
+REASONING = "reasoning"
+"""The source name of a model's reasoning (thinking) text, which adapters feed to a detector of
+its own: real runaway loops happen inside thinking. It is never part of ``text``."""
+
 OnDegeneration = Literal["raise", "stop"]
 
 Status = Literal["streaming", "ok", "degenerate", "cancelled", "error"]
@@ -70,7 +74,8 @@ class Piece:
     """One text delta of one source, taken from an upstream item by an adapter.
 
     ``source`` names an independent stream of text, each fed to its own detector: ``"content"``
-    for the answer, e.g. ``"tool_calls[0].arguments"`` for a tool call. ``tool_name`` says
+    for the answer, ``"reasoning"`` for thinking, e.g. ``"tool_calls[0].arguments"`` for a
+    tool call. ``tool_name`` says
     which tool a source belongs to, when known.
     """
 
@@ -85,13 +90,18 @@ class Degeneration:
 
     finding: Finding
     source: str
-    """Which part of the output looped: ``"content"`` or a tool call's arguments."""
+    """Which part of the output looped: ``"content"``, ``"reasoning"`` or a tool call's
+    arguments."""
     tool_name: Optional[str]
     text: str
     """The answer text (source ``"content"``) read up to and including the delta in which
     the rule held."""
     persist_text: str
     """``text`` with each loop cut to its first copies plus a marker."""
+    source_persist_text: str
+    """The looping source's own text (the reasoning or the tool call's arguments, read up to the
+    delta in which the rule held), cut like ``persist_text``; for ``"content"`` it is
+    ``persist_text``. Nothing saves it for you: keep it if you keep that part of the output."""
     units_removed: int
     """Code points that trimming removed from the looping source's text."""
     reason: str
@@ -167,6 +177,7 @@ class _Watch:
             tool_name=tool_name,
             text=text,
             persist_text=trimmed.text,
+            source_persist_text=looping.text,
             units_removed=sum(removal.units for removal in looping.removals),
             reason=_describe(finding, source, tool_name),
         )

@@ -1,0 +1,99 @@
+"""Anthropic Messages API event streams of recorded model outputs, for tests over HTTP.
+
+``POST /v1/messages`` streams the content blocks named by the request's ``model``: blocks joined
+by ``+``, each ``"<kind>:<recording id>"``, where the kind is ``text`` (an answer),
+``thinking`` (extended thinking, closed by a signature) or ``tool`` (a ``write_file`` tool-use
+block whose input JSON has the recording as its ``content``). E.g.
+``"thinking:d10-greedy+text:d08-greedy"`` is a reply whose thinking loops before a clean
+answer. The events are the ones the Anthropic API sends, in its order, with ``ping`` events
+between them as it does; deltas are token-sized and spaced like a live model by
+``recorded_server.streaming_endpoint``, which logs every stream.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from support.recorded import RECORDED
+from support.recorded_server import Recordings, streaming_endpoint, tool_arguments
+from starlette.routing import BaseRoute, Route
+
+from loopbreak.streaming.demo import token_deltas
+
+# The content block each kind opens, the delta type that fills it, and the delta's text field.
+_BLOCKS: dict[str, tuple[dict[str, Any], str, str]] = {
+    "text": ({"type": "text", "text": ""}, "text_delta", "text"),
+    "thinking": (
+        {"type": "thinking", "thinking": "", "signature": ""},
+        "thinking_delta",
+        "thinking",
+    ),
+    "tool": (
+        {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {}},
+        "input_json_delta",
+        "partial_json",
+    ),
+}
+
+
+def _event(data: dict[str, Any]) -> str:
+    """An Anthropic server-sent event: named by its type."""
+    return f"event: {data['type']}\ndata: {json.dumps(data)}\n\n"
+
+
+def _block_text(kind: str, recording_id: str) -> str:
+    return tool_arguments(recording_id) if kind == "tool" else RECORDED[recording_id].text
+
+
+def message_events(model: str) -> list[str]:
+    """Every event of one streamed reply (see the module docstring for ``model``)."""
+    return list(_message_events(model))
+
+
+def _message_events(model: str) -> Iterator[str]:
+    message: dict[str, Any] = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 25, "output_tokens": 1},
+    }
+    yield _event({"type": "message_start", "message": message})
+    output_tokens = 0
+    kinds = []
+    for index, block in enumerate(model.split("+")):
+        kind, _, recording_id = block.partition(":")
+        start, delta_type, field = _BLOCKS[kind]
+        kinds.append(kind)
+        yield _event({"type": "content_block_start", "index": index, "content_block": start})
+        yield _event({"type": "ping"})
+        for delta in token_deltas(_block_text(kind, recording_id)):
+            output_tokens += 1
+            delta_event = {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": delta_type, field: delta},
+            }
+            yield _event(delta_event)
+        if kind == "thinking":
+            signature = {"type": "signature_delta", "signature": "c2lnbmF0dXJl"}
+            yield _event({"type": "content_block_delta", "index": index, "delta": signature})
+        yield _event({"type": "content_block_stop", "index": index})
+    stop_reason = "tool_use" if kinds[-1] == "tool" else "end_turn"
+    usage = {"output_tokens": output_tokens}
+    yield _event(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+            "usage": usage,
+        }
+    )
+    yield _event({"type": "message_stop"})
+
+
+def routes(recordings: Recordings) -> list[BaseRoute]:
+    return [Route("/v1/messages", streaming_endpoint(recordings, message_events), methods=["POST"])]
