@@ -31,5 +31,7 @@ pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 #[cfg(any(test, feature = "oracle"))]
 #[doc(hidden)]
 pub mod oracle;
+#[doc(hidden)]
+pub use rules::SMALL_RULES;
 #[cfg(test)]
 mod tests;

@@ -80,6 +80,25 @@ pub const DEFAULT_RULES: Rules = Rules {
     code_min_lines: 100,
 };
 
+/// Small rules for the crate's tests and the fuzzers (which build without the `oracle` feature
+/// too, hence no cfg): random texts over small alphabets reach every rule often.
+#[doc(hidden)]
+pub const SMALL_RULES: Rules = Rules {
+    max_period: 8,
+    max_long_period: 40,
+    min_repeats: 6,
+    text_span: 40,
+    code_min_repeats: 8,
+    code_span: 60,
+    long_min_repeats: 3,
+    min_span: 32,
+    code_min_span: 32,
+    single_char_min_span: 40,
+    whitespace_min_span: 48,
+    min_lines: 3,
+    code_min_lines: 4,
+};
+
 impl Default for Rules {
     fn default() -> Self {
         DEFAULT_RULES
@@ -402,8 +421,9 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_valid() {
+    fn defaults_and_small_rules_are_valid() {
         DEFAULT_RULES.validate().unwrap();
+        SMALL_RULES.validate().unwrap();
     }
 
     #[test]

@@ -23,6 +23,7 @@
 use arbitrary::Unstructured;
 use loopbreak::{
     scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, Rules, Trimmed, DEFAULT_RULES,
+    SMALL_RULES,
 };
 
 /// Generated texts stop growing at this many units (keeps a run in the millisecond range).
@@ -34,23 +35,6 @@ pub const WINDOW_BOUND: usize = 1 << 25;
 
 /// Whether inputs that hit an open bug (see `known_bugs`) are skipped.
 pub const MASK_KNOWN_BUGS: bool = cfg!(feature = "mask-known-bugs");
-
-/// The core's own small test rules: random texts over small alphabets reach every rule.
-pub const SMALL: Rules = Rules {
-    max_period: 8,
-    max_long_period: 40,
-    min_repeats: 6,
-    text_span: 40,
-    code_min_repeats: 8,
-    code_span: 60,
-    long_min_repeats: 3,
-    min_span: 32,
-    code_min_span: 32,
-    single_char_min_span: 40,
-    whitespace_min_span: 48,
-    min_lines: 3,
-    code_min_lines: 4,
-};
 
 /// About the least that `validate` allows: a window of a few dozen units, so that lines and runs
 /// longer than the window are cheap to generate.
@@ -172,7 +156,7 @@ pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> Rules {
 fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
     match below(u, 4) {
         0 => DEFAULT_RULES,
-        1 => SMALL,
+        1 => SMALL_RULES,
         2 => LOW,
         _ => {
             let mut field = |most: usize| 1 + below(u, most) as u32;
@@ -196,7 +180,7 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
             if rules.validate().is_ok() && !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) {
                 rules
             } else {
-                SMALL
+                SMALL_RULES
             }
         }
     }
@@ -524,7 +508,7 @@ pub fn check_scan(data: &[u8]) {
     let Some((&head, rest)) = data.split_first() else {
         return;
     };
-    let rules = [DEFAULT_RULES, SMALL, LOW][usize::from(head % 3)];
+    let rules = [DEFAULT_RULES, SMALL_RULES, LOW][usize::from(head % 3)];
     let (units, text): (Vec<u32>, Option<String>) = match (head / 3) % 3 {
         0 => {
             let s = String::from_utf8_lossy(rest).into_owned();
