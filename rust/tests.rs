@@ -2,7 +2,7 @@
 //! shapes of loops and of normal text.
 
 use crate::oracle;
-use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, Rules, DEFAULT_RULES, SMALL_RULES};
+use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, RuleValues, Rules, DEFAULT_RULES, SMALL_RULES};
 
 struct Rng(u64);
 
@@ -165,7 +165,7 @@ fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
     // Found by fuzzing (rules target, known_bugs::slow_run): a run of one unit that stays below
     // its rule was left to the next sample again and again, untracked, and traced back over its
     // whole length for every period due at every sample (~100 us per unit here).
-    let rules = Rules { whitespace_min_span: 65_536, ..DEFAULT_RULES };
+    let rules = Rules::new(RuleValues { whitespace_min_span: 65_536, ..*DEFAULT_RULES }).unwrap();
     let text = format!("x{}y", " ".repeat(20_000));
     crate::window::TRACED.with(|traced| traced.set(0));
     assert_eq!(scan_str(&text, &rules), vec![]);
@@ -181,7 +181,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
     // sees it whole found every period up to its length holding and traced each back over the
     // run (4.7 s; 128 ms with the default max_long_period). Those periods are powers of the one
     // unit and are no longer sampled. Counted as units compared, not time.
-    let rules = Rules {
+    let rules = Rules::new(RuleValues {
         max_period: 2,
         max_long_period: 65_535,
         min_repeats: 65_537,
@@ -195,7 +195,8 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         whitespace_min_span: 65_537,
         min_lines: 65_537,
         code_min_lines: 65_537,
-    };
+    })
+    .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
     crate::window::TRACED.with(|traced| traced.set(0));
     let found = scan_str(&text, &rules);

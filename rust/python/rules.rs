@@ -1,11 +1,11 @@
-//! `Rules`: the thresholds, validated on construction.
+//! `Rules`: the thresholds, checked on construction.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::input::text_arg;
-use crate::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+use crate::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES};
 
 /// Thresholds of the three rules (see the `Rules` docs for each field and its default).
 #[pyclass(name = "Rules", module = "loopbreak", frozen, eq)]
@@ -65,7 +65,7 @@ impl PyRules {
         min_lines: i128,
         code_min_lines: i128,
     ) -> PyResult<Self> {
-        let inner = Rules {
+        let values = RuleValues {
             max_period: rule_value("max_period", max_period)?,
             max_long_period: rule_value("max_long_period", max_long_period)?,
             min_repeats: rule_value("min_repeats", min_repeats)?,
@@ -80,8 +80,7 @@ impl PyRules {
             min_lines: rule_value("min_lines", min_lines)?,
             code_min_lines: rule_value("code_min_lines", code_min_lines)?,
         };
-        inner.validate()?;
-        Ok(PyRules { inner })
+        Ok(PyRules { inner: Rules::new(values)? })
     }
 
     #[getter]
