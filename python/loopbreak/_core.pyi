@@ -181,7 +181,7 @@ class TokenStreams:
 def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
     """``[scan(t) for t in texts]`` on all cores (or ``threads``) with the GIL released.
     ``threads`` must be at least 1 and below ``2**64`` (``ValueError`` otherwise); more threads
-    than cores run as many as there are cores.
+    than cores run as many as there are cores, on a pool kept for later calls with as many.
     ``loopbreak.scan_many`` also takes pyarrow string arrays."""
 
 def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
