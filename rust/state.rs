@@ -67,7 +67,6 @@ struct Candidate {
 
 impl<T: Unit> Core<T> {
     pub fn new(rules: Rules) -> Core<T> {
-        debug_assert!(rules.validate().is_ok());
         // Working out a plan takes ~100 us; the default rules' is worked out once.
         static DEFAULT_PLAN: OnceLock<Arc<Plan>> = OnceLock::new();
         let plan = if rules == DEFAULT_RULES {

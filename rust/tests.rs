@@ -2,24 +2,7 @@
 //! shapes of loops and of normal text.
 
 use crate::oracle;
-use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, Rules, DEFAULT_RULES};
-
-/// Small rules, so that random texts over small alphabets reach every rule often.
-const SMALL: Rules = Rules {
-    max_period: 8,
-    max_long_period: 40,
-    min_repeats: 6,
-    text_span: 40,
-    code_min_repeats: 8,
-    code_span: 60,
-    long_min_repeats: 3,
-    min_span: 32,
-    code_min_span: 32,
-    single_char_min_span: 40,
-    whitespace_min_span: 48,
-    min_lines: 3,
-    code_min_lines: 4,
-};
+use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, RuleValues, Rules, DEFAULT_RULES, SMALL_RULES};
 
 struct Rng(u64);
 
@@ -102,11 +85,11 @@ fn agrees_with_oracle_on_random_texts() {
     let mut found = 0;
     for case in 0..4000 {
         let text = random_text(&mut rng);
-        let expected = oracle::scan(&text, &SMALL);
-        let got = scan_units(&text, &SMALL);
+        let expected = oracle::scan(&text, &SMALL_RULES);
+        let got = scan_units(&text, &SMALL_RULES);
         let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
         assert_eq!(got, expected, "case {case}: {shown:?}");
-        assert_eq!(feed_in_chunks(&text, &SMALL, &mut rng), expected, "chunked, case {case}");
+        assert_eq!(feed_in_chunks(&text, &SMALL_RULES, &mut rng), expected, "chunked, case {case}");
         found += expected.len();
     }
     assert!(found > 1000, "random texts should reach the rules often, found {found}");
@@ -131,9 +114,9 @@ fn agrees_with_oracle_when_the_window_narrows_again() {
                 text.extend(random_text_over(&mut rng, &NARROW_ALPHABETS));
             }
         }
-        let expected = oracle::scan(&text, &SMALL);
-        assert_eq!(scan_units(&text, &SMALL), expected, "case {case}");
-        assert_eq!(feed_in_chunks(&text, &SMALL, &mut rng), expected, "chunked, case {case}");
+        let expected = oracle::scan(&text, &SMALL_RULES);
+        assert_eq!(scan_units(&text, &SMALL_RULES), expected, "case {case}");
+        assert_eq!(feed_in_chunks(&text, &SMALL_RULES, &mut rng), expected, "chunked, case {case}");
         found += expected.len();
     }
     assert!(found > 100, "the texts should reach the rules often, found {found}");
@@ -182,7 +165,7 @@ fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
     // Found by fuzzing (rules target, known_bugs::slow_run): a run of one unit that stays below
     // its rule was left to the next sample again and again, untracked, and traced back over its
     // whole length for every period due at every sample (~100 us per unit here).
-    let rules = Rules { whitespace_min_span: 65_536, ..DEFAULT_RULES };
+    let rules = Rules::new(RuleValues { whitespace_min_span: 65_536, ..*DEFAULT_RULES }).unwrap();
     let text = format!("x{}y", " ".repeat(20_000));
     crate::window::TRACED.with(|traced| traced.set(0));
     assert_eq!(scan_str(&text, &rules), vec![]);
@@ -198,7 +181,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
     // sees it whole found every period up to its length holding and traced each back over the
     // run (4.7 s; 128 ms with the default max_long_period). Those periods are powers of the one
     // unit and are no longer sampled. Counted as units compared, not time.
-    let rules = Rules {
+    let rules = Rules::new(RuleValues {
         max_period: 2,
         max_long_period: 65_535,
         min_repeats: 65_537,
@@ -212,7 +195,8 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         whitespace_min_span: 65_537,
         min_lines: 65_537,
         code_min_lines: 65_537,
-    };
+    })
+    .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
     crate::window::TRACED.with(|traced| traced.set(0));
     let found = scan_str(&text, &rules);

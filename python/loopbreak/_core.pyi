@@ -35,7 +35,8 @@ class Rules:
     ``min_lines`` (lines of words) or ``code_min_lines`` (other lines) identical non-empty lines
     in a row, blank lines between them allowed, are reported as ``identical_lines``.
 
-    Raises ``ValueError`` for values that cannot work together, ``TypeError`` for non-ints.
+    Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
+    (ints of any size), ``TypeError`` for non-ints.
     """
 
     def __init__(
@@ -165,7 +166,9 @@ class TokenStreams:
     def add(self) -> int:
         """Starts a stream; returns its slot (slots of removed streams are reused)."""
     def remove(self, slot: int) -> None:
-        """Ends the stream in ``slot``; ``ValueError`` if there is none."""
+        """Ends the stream in ``slot``; ``ValueError`` if there is none (for any int that is not a
+        stream's slot, negative or huge ones included; the same for ``finding`` and
+        ``units_seen``)."""
     def __len__(self) -> int: ...
     def step(self, slots: Tokens, tokens: Tokens) -> list[int]:
         """Feeds ``tokens[i]`` to the stream in ``slots[i]``, for every i; returns the slots whose
@@ -177,6 +180,8 @@ class TokenStreams:
 
 def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
     """``[scan(t) for t in texts]`` on all cores (or ``threads``) with the GIL released.
+    ``threads`` must be at least 1 and below ``2**64`` (``ValueError`` otherwise); more threads
+    than cores run as many as there are cores, on a pool kept for later calls with as many.
     ``loopbreak.scan_many`` also takes pyarrow string arrays."""
 
 def scan_utf8_texts(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
@@ -254,4 +259,4 @@ class Trimmed:
 
 def trim(text: str, keep: int = 3, rules: Optional[Rules] = None) -> Trimmed:
     """Shortens every degenerate region of ``text`` to its first ``keep`` copies plus a marker.
-    Raises ``ValueError`` if ``keep`` < 1."""
+    Raises ``ValueError`` if ``keep`` is not in ``1..2**64`` (ints of any size)."""

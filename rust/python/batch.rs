@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use super::findings::{wrap, PyFinding};
-use super::input::{text_arg, tokens_arg, Text, DETACH_ABOVE_BYTES};
+use super::input::{ids_arg, text_arg, Ids, Int, Text, DETACH_ABOVE_BYTES};
 use super::rules::{rules_arg, PyRules};
 use crate::map_parallel;
 
@@ -22,13 +22,12 @@ pub fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, Py
     Ok(wrap(findings))
 }
 
-fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+/// `threads=`: at least 1 (more than the cores are worked as many as the cores).
+fn threads_arg(threads: Option<Int>) -> PyResult<Option<usize>> {
     threads
         .map(|n| {
-            usize::try_from(n)
-                .ok()
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1, got {n}")))
+            n.get(1usize)
+                .ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1 and below 2**64, got {n}")))
         })
         .transpose()
 }
@@ -40,7 +39,7 @@ pub fn scan_many(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     rules: Option<&Bound<'_, PyRules>>,
-    threads: Option<i64>,
+    threads: Option<Int>,
 ) -> PyResult<Vec<Vec<PyFinding>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
@@ -64,7 +63,7 @@ pub fn scan_utf8_columns<'py>(
     data: &Bound<'py, PyAny>,
     offsets: &Bound<'py, PyAny>,
     rules: Option<&Bound<'py, PyRules>>,
-    threads: Option<i64>,
+    threads: Option<Int>,
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
@@ -99,7 +98,7 @@ pub fn scan_utf8_texts<'py>(
     data: &Bound<'py, PyAny>,
     offsets: &Bound<'py, PyAny>,
     rules: Option<&Bound<'py, PyRules>>,
-    threads: Option<i64>,
+    threads: Option<Int>,
 ) -> PyResult<Vec<Vec<PyFinding>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
@@ -120,11 +119,7 @@ impl Utf8Column {
     /// the offsets are non-decreasing and inside the data.
     fn read(py: Python<'_>, data: &Bound<'_, PyAny>, offsets: &Bound<'_, PyAny>) -> PyResult<Utf8Column> {
         let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
-        let ids = tokens_arg(offsets).or_else(|_| -> PyResult<Vec<u32>> {
-            let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
-            let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
-            narrowed.map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
-        })?;
+        let ids = ids_arg(offsets, &Ids { name: "offsets", item: "offsets" })?;
         let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
         if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
             return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
