@@ -2,7 +2,28 @@
 the Python ``str`` the text came from. A ``str`` holding lone surrogates is accepted: each
 surrogate is one unit like any other code point and comes back unchanged."""
 
-from typing import Any, Final, Iterable, Literal, Optional, Sequence, Union
+from typing import Any, Final, Iterable, Literal, Optional, Sequence, Union, final
+
+from typing_extensions import Self
+
+__all__ = [
+    "scan",
+    "scan_many",
+    "scan_utf8_columns",
+    "scan_utf8_texts",
+    "Detector",
+    "TokenDetector",
+    "TokenStreams",
+    "Finding",
+    "TokenFinding",
+    "Rules",
+    "trim",
+    "Removal",
+    "Trimmed",
+    "DEFAULT_KEEP",
+    "RULE_NAMES",
+    "__version__",
+]
 
 __version__: Final[str]
 
@@ -15,6 +36,7 @@ RULE_NAMES: Final[tuple[RuleName, ...]]
 """Every rule's name in code order: the rule column of ``scan_utf8_columns`` holds indexes into
 this tuple."""
 
+@final
 class Rules:
     """Thresholds of the three rules, validated on construction.
 
@@ -39,8 +61,8 @@ class Rules:
     (ints of any size), ``TypeError`` for non-ints.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         *,
         max_period: int = 150,
         max_long_period: int = 3840,
@@ -55,7 +77,7 @@ class Rules:
         whitespace_min_span: int = 2048,
         min_lines: int = 25,
         code_min_lines: int = 100,
-    ) -> None: ...
+    ) -> Self: ...
     @property
     def max_period(self) -> int: ...
     @property
@@ -90,6 +112,7 @@ class Rules:
     def to_dict(self) -> dict[str, int]:
         """The rules as a dict of field name to value."""
 
+@final
 class Finding:
     """One degenerate region, as it stood when its rule first held (immutable, hashable)."""
 
@@ -118,6 +141,7 @@ class Finding:
     def to_dict(self) -> dict[str, Any]:
         """The finding as a dict of plain values, for JSON and logs."""
 
+@final
 class TokenFinding:
     """A finding over token ids (immutable): like ``Finding``, with ``block`` a list of ids."""
 
@@ -138,13 +162,14 @@ class TokenFinding:
 Tokens = Union[Sequence[int], Any]
 """A list of ints or a 1-D integer buffer (numpy uint32/int64/int32/... array, ``array.array``)."""
 
+@final
 class TokenDetector:
     """The same rules over token ids, for serving engines that see ids, not text. Ids are
     classified as if they were code points (10 is a newline, 32 a space); choose rules sized in
     tokens. Raises ``TypeError`` for non-integer input, ``ValueError`` for ids outside 0..2**32
     or arrays that are not 1-D."""
 
-    def __init__(self, rules: Optional[Rules] = None) -> None: ...
+    def __new__(cls, rules: Optional[Rules] = None) -> Self: ...
     def feed(self, tokens: Tokens) -> Optional[TokenFinding]:
         """Feeds token ids; returns the first finding whose rule first held among them, or None."""
     @property
@@ -157,12 +182,13 @@ class TokenDetector:
     def rules(self) -> Rules: ...
     def reset(self) -> None: ...
 
+@final
 class TokenStreams:
     """Many token streams stepped together: one call per decode step for a whole batch, one
     crossing of the Python/Rust boundary. Each stream finds exactly what its own
     ``TokenDetector`` would."""
 
-    def __init__(self, rules: Optional[Rules] = None) -> None: ...
+    def __new__(cls, rules: Optional[Rules] = None) -> Self: ...
     def add(self) -> int:
         """Starts a stream; returns its slot (slots of removed streams are reused)."""
     def remove(self, slot: int) -> None:
@@ -194,6 +220,7 @@ def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, th
     rule code indexing ``RULE_NAMES``.
     Used by ``loopbreak.scan_columns``."""
 
+@final
 class Detector:
     """A streaming detector: feed it text deltas as they arrive.
 
@@ -205,7 +232,7 @@ class Detector:
     per degenerate region.
     """
 
-    def __init__(self, rules: Optional[Rules] = None) -> None: ...
+    def __new__(cls, rules: Optional[Rules] = None) -> Self: ...
     def feed(self, delta: str) -> Optional[Finding]:
         """Feeds a delta; returns the first finding whose rule first held inside it, or None.
         Raises ``TypeError`` if ``delta`` is not a ``str``."""
@@ -227,6 +254,7 @@ def scan(text: str, rules: Optional[Rules] = None) -> list[Finding]:
     """Every degenerate region of ``text``, in order: what a ``Detector`` fed ``text`` reports.
     Large texts are scanned with the GIL released."""
 
+@final
 class Removal:
     """One region that ``trim`` shortened. Offsets index the original text."""
 
@@ -246,6 +274,7 @@ class Removal:
         """Copies (or lines) removed; a cut-short last copy counts as one."""
     def to_dict(self) -> dict[str, Any]: ...
 
+@final
 class Trimmed:
     """The text to persist, and what was removed from it."""
 
