@@ -351,3 +351,38 @@ fn units_that_differ_only_in_their_high_bits_differ() {
     assert_eq!(scan_units(&units, &DEFAULT_RULES), oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(scan_units(&units, &DEFAULT_RULES).len(), 1);
 }
+
+#[test]
+fn lines_crafted_to_collide_under_a_known_line_hash_are_told_apart() {
+    // Lines longer than the window are compared by hash. The hash was unkeyed: unit `i` of a line
+    // folded into lane `i % 4` as `(lane ^ (unit + 1)) * MIX` from lane 0. Two lines that differ
+    // in units 0, 4 and 8 (all lane 0) collide once lane 0 agrees in its upper 32 bits after unit 4
+    // (a birthday search over ~2^16 random pairs of ids) and unit 8 makes up the lower 32. Output
+    // crafted that way forced a false `identical_lines` stop.
+    const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+    let fold = |lane: u64, id: u32| (lane ^ (u64::from(id) + 1)).wrapping_mul(MIX);
+    let visible = |id: u32| !crate::rules::is_whitespace(id) && id != u32::from(b'\n');
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut by_upper = std::collections::HashMap::new();
+    let (first, second) = loop {
+        let pair = (0x1000 + rng.below(1 << 30) as u32, 0x1000 + rng.below(1 << 30) as u32);
+        let lane = fold(fold(0, pair.0), pair.1);
+        let earlier = *by_upper.entry(lane >> 32).or_insert((pair, lane));
+        let last = (earlier.1 ^ lane ^ 1).wrapping_sub(1) as u32;
+        if earlier.0 != pair && visible(last) {
+            break ([earlier.0 .0, earlier.0 .1, 0], [pair.0, pair.1, last]);
+        }
+    };
+    let window = Detector::new(SMALL_RULES).window_len() as u32;
+    let line = |lane_0: [u32; 3]| -> Vec<u32> {
+        let mut line: Vec<u32> = (0..4 * window).map(|i| 0x10_0000 + i).collect();
+        (line[0], line[4], line[8]) = (lane_0[0], lane_0[1], lane_0[2]);
+        line.push(u32::from(b'\n'));
+        line
+    };
+    let (line_a, line_b) = (line(first), line(second));
+    assert_ne!(line_a, line_b);
+    let text: Vec<u32> = (0..10).flat_map(|i| if i % 2 == 0 { line_a.clone() } else { line_b.clone() }).collect();
+    assert_eq!(oracle::scan(&text, &SMALL_RULES), vec![]);
+    assert_eq!(scan_units(&text, &SMALL_RULES), vec![]);
+}
