@@ -264,6 +264,25 @@ impl KindCounts {
 }
 
 impl Rules {
+    /// Every value with its field's name, in the order the fields are declared.
+    pub fn named_values(&self) -> [(&'static str, u32); 13] {
+        [
+            ("max_period", self.max_period),
+            ("max_long_period", self.max_long_period),
+            ("min_repeats", self.min_repeats),
+            ("text_span", self.text_span),
+            ("code_min_repeats", self.code_min_repeats),
+            ("code_span", self.code_span),
+            ("long_min_repeats", self.long_min_repeats),
+            ("min_span", self.min_span),
+            ("code_min_span", self.code_min_span),
+            ("single_char_min_span", self.single_char_min_span),
+            ("whitespace_min_span", self.whitespace_min_span),
+            ("min_lines", self.min_lines),
+            ("code_min_lines", self.code_min_lines),
+        ]
+    }
+
     /// Checks that the values can work together; the detector relies on every check here.
     pub fn validate(&self) -> Result<(), RulesError> {
         let fail = |msg: String| Err(RulesError(msg));
@@ -284,10 +303,7 @@ impl Rules {
         }
         for (name, value) in [("min_repeats", self.min_repeats), ("code_min_repeats", self.code_min_repeats)] {
             if value < self.long_min_repeats {
-                return fail(format!(
-                    "{name} ({value}) must be at least long_min_repeats ({})",
-                    self.long_min_repeats
-                ));
+                return fail(format!("{name} ({value}) must be at least long_min_repeats ({})", self.long_min_repeats));
             }
         }
         // The detector keeps the longest block's least span in memory.
@@ -462,7 +478,13 @@ mod tests {
             (|r| r.min_span = 8, "min_span"),
             (|r| r.min_lines = 1, "min_lines"),
             (|r| r.code_span = MAX_SPAN_LIMIT + 1, "code_span"),
-            (|r| (r.max_long_period, r.long_min_repeats, r.min_repeats, r.code_min_repeats) = (MAX_LONG_PERIOD_LIMIT, 1 << 9, 1 << 9, 1 << 9), "long_min_repeats x max_long_period"),
+            (
+                |r| {
+                    (r.max_long_period, r.long_min_repeats, r.min_repeats, r.code_min_repeats) =
+                        (MAX_LONG_PERIOD_LIMIT, 1 << 9, 1 << 9, 1 << 9)
+                },
+                "long_min_repeats x max_long_period",
+            ),
         ];
         for (change, name) in cases {
             let mut rules = DEFAULT_RULES;
