@@ -26,6 +26,8 @@ Texts = Union[Sequence[str], Any]  # Any: a pyarrow StringArray, LargeStringArra
 
 def _arrow_chunks(texts: Any) -> Optional[list[Any]]:
     """The chunks of a pyarrow string column, or None if `texts` is not one."""
+    if isinstance(texts, (list, tuple)):
+        return None  # without importing pyarrow, which takes longer than scanning a small batch
     try:
         import pyarrow as pa
     except ImportError:

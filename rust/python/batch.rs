@@ -21,7 +21,7 @@ pub fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, Py
     Ok(wrap(findings))
 }
 
-fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+pub(super) fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
     threads
         .map(|n| {
             usize::try_from(n)

@@ -6,9 +6,9 @@ findings with the same numbers."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from loopbreak._core import Rules, Trimmed, trim
+from loopbreak._core import Finding, Rules, Trimmed, trim
 from loopbreak._batch import RULE_NAMES, Texts, scan_columns, scan_many
 
 # The keys of one finding record, in ``Finding.to_dict`` order, plus what trimming removes.
@@ -30,6 +30,16 @@ def scan_batch(texts: Texts, rules: Optional[Rules] = None, threads: Optional[in
     """Scans ``texts`` (a list of ``str`` or a pyarrow string column) on all cores (or
     ``threads``); only the rows with findings are looked at again, one by one, to trim them."""
     found = _scan_list(texts, rules, threads) if isinstance(texts, list) else _scan_arrow(texts, rules, threads)
+    return _with_trims(found, rules)
+
+
+def scanned_batch(rows: Sequence[tuple[str, Sequence[Finding]]], rules: Optional[Rules] = None) -> BatchFindings:
+    """The ``BatchFindings`` of texts scanned already (JSON lines are scanned as they are read):
+    row ``i`` is ``rows[i]``, a text and its findings."""
+    return _with_trims([(row, text, f.to_dict()) for row, (text, findings) in enumerate(rows) for f in findings], rules)
+
+
+def _with_trims(found: _Found, rules: Optional[Rules]) -> BatchFindings:
     trimmed: dict[int, Trimmed] = {}
     removed_units: dict[tuple[int, str, int, int], int] = {}
     for row, text, record in found:
@@ -48,11 +58,8 @@ _Found = list[tuple[int, str, dict[str, Any]]]
 
 
 def _scan_list(texts: list[str], rules: Optional[Rules], threads: Optional[int]) -> _Found:
-    return [
-        (row, texts[row], finding.to_dict())
-        for row, findings in enumerate(scan_many(texts, rules, threads))
-        for finding in findings
-    ]
+    found = enumerate(scan_many(texts, rules, threads))
+    return [(row, texts[row], finding.to_dict()) for row, findings in found for finding in findings]
 
 
 def _scan_arrow(texts: Any, rules: Optional[Rules], threads: Optional[int]) -> _Found:
