@@ -4,7 +4,8 @@
     python benches/audit_writes.py --seconds 1   # a quicker run
 
 Each process records runs of ``RUN_DECISIONS`` decisions (allows, the last one a stop) through
-``AuditLog([SqliteSink(Database(path))])`` until the time is up, then closes its database. The
+``AuditLog([SqliteSink(Database(path))])`` until the time is up, then closes its database; the
+floor is the same with every decision committed on its own (the sink before batching). The
 parent then counts the rows: every decision a process recorded must be in the table.
 """
 
@@ -44,12 +45,29 @@ def decision(run_id: str, seq: int) -> Decision:
     )
 
 
-def write_for(path: str, worker: int, seconds: float, ready: Any, results: Any) -> None:
-    """Records decisions for ``seconds`` once every process is ready; puts (decisions, start,
-    end) on ``results``."""
+class CommitEach:
+    """The audit sink as it was: every decision inserted and committed on its own, the floor
+    that batching is measured against."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._rows = SqliteSink(db)
+
+    def write(self, decision: Decision) -> None:
+        self._db.insert("audit_events", self._rows.row(decision))
+
+    def close(self) -> None:
+        pass
+
+
+def write_for(
+    path: str, worker: int, seconds: float, batched: bool, ready: Any, results: Any
+) -> None:
+    """Records decisions for ``seconds`` once every process is ready; puts (decisions, seconds)
+    on ``results``."""
     made = 0
     with Database(path) as db:
-        audit = AuditLog([SqliteSink(db)])
+        audit = AuditLog([SqliteSink(db) if batched else CommitEach(db)])
         ready.wait()
         start = time.perf_counter()
         run = 0
@@ -64,7 +82,7 @@ def write_for(path: str, worker: int, seconds: float, ready: Any, results: Any) 
     results.put((made, end - start))
 
 
-def measure(processes: int, seconds: float) -> tuple[float, int, int]:
+def measure(processes: int, seconds: float, batched: bool = True) -> tuple[float, int, int]:
     """Decisions per second over all processes, decisions recorded, rows stored."""
     context = multiprocessing.get_context("spawn")
     with tempfile.TemporaryDirectory() as folder:
@@ -72,7 +90,7 @@ def measure(processes: int, seconds: float) -> tuple[float, int, int]:
         Database(path).close()  # the tables exist before the writers race
         ready, results = context.Barrier(processes), context.Queue()
         workers = [
-            context.Process(target=write_for, args=(path, i, seconds, ready, results))
+            context.Process(target=write_for, args=(path, i, seconds, batched, ready, results))
             for i in range(processes)
         ]
         for worker in workers:
@@ -95,12 +113,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     )
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args(argv)
-    print(f"{'processes':>10}{'decisions/s':>14}{'recorded':>12}{'stored':>12}")
+    print(f"{'processes':>10}{'sink':>14}{'decisions/s':>14}{'recorded':>12}{'stored':>12}")
     for processes in (1, 8):
-        rate, made, stored = measure(processes, args.seconds)
-        print(f"{processes:>10}{rate:>14,.0f}{made:>12,}{stored:>12,}")
-        if stored != made:
-            sys.exit(f"lost {made - stored} decisions")
+        for batched in (False, True):
+            rate, made, stored = measure(processes, args.seconds, batched)
+            sink = "batched" if batched else "commit each"
+            print(f"{processes:>10}{sink:>14}{rate:>14,.0f}{made:>12,}{stored:>12,}")
+            if stored != made:
+                sys.exit(f"lost {made - stored} decisions")
 
 
 if __name__ == "__main__":

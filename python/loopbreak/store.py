@@ -48,8 +48,8 @@ here are a few small inserts (milliseconds), so ten seconds means a stuck writer
 BATCH_ROWS = 100
 BATCH_SECONDS = 0.2
 """Queued rows are written once this many wait, or this long after the first of them was queued.
-A transaction per batch instead of per row: 3x the decisions per second, for 1 or 8 processes on
-one database (docs/benchmarks.md); a reader of the table still sees a decision within about a
+A transaction per batch instead of per row: 4-6x the decisions per second, for 1 or 8 processes
+on one database (docs/benchmarks.md); a reader of the table still sees a decision within about a
 step of an agent's run."""
 
 # An INSERT waiting in a Database's queue: its SQL and its values.

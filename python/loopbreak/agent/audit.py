@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Callable, Iterable, Optional, Protocol, Union
+from typing import Any, Callable, Iterable, Optional, Protocol, Union
 
 from loopbreak.store import Database, check_database, utc_now
 from loopbreak.agent.decision import Decision, DecisionKind
@@ -65,24 +65,26 @@ class SqliteSink:
         self._db = check_database(db)
 
     def write(self, decision: Decision) -> None:
-        event = decision.to_dict()
         write = self._db.insert if decision.stopped else self._db.queue
-        write(
-            "audit_events",
-            {
-                "run_id": event["run_id"],
-                "seq": event["seq"],
-                "step": event["step"],
-                "decision": event["decision"],
-                "reason": event["reason"],
-                "check_name": event["check"],
-                "value": event["value"],
-                "limit_value": event["limit"],
-                "action_key": event["action_key"],
-                "elapsed": event["elapsed"],
-                "recorded_at": utc_now(),
-            },
-        )
+        write("audit_events", self.row(decision))
+
+    @staticmethod
+    def row(decision: Decision) -> dict[str, Any]:
+        """The ``audit_events`` row of ``decision``."""
+        event = decision.to_dict()
+        return {
+            "run_id": event["run_id"],
+            "seq": event["seq"],
+            "step": event["step"],
+            "decision": event["decision"],
+            "reason": event["reason"],
+            "check_name": event["check"],
+            "value": event["value"],
+            "limit_value": event["limit"],
+            "action_key": event["action_key"],
+            "elapsed": event["elapsed"],
+            "recorded_at": utc_now(),
+        }
 
     def close(self) -> None:
         """Commits the queued decisions; the database stays open (it belongs to the caller)."""
