@@ -57,16 +57,23 @@ def write(path: Path, megabytes: float, seed: int = 16) -> int:
             messages = [{"role": "system", "content": SYSTEM}]
             for _ in range(pick.randint(1, 4)):
                 start = pick.randrange(len(source) - 4000)
-                messages.append({"role": "user", "content": source[start : start + pick.randint(40, 400)]})
+                messages.append(
+                    {"role": "user", "content": source[start : start + pick.randint(40, 400)]}
+                )
                 answers += 1
                 if answers % LOOP_EVERY == 0:
-                    sentence = f"I will check the file {pick.randint(1, 99)}.py again before I answer. "
+                    sentence = (
+                        f"I will check the file {pick.randint(1, 99)}.py again before I answer. "
+                    )
                     answer = source[start : start + 300] + sentence * 300
                 else:
                     start = pick.randrange(len(source) - 4000)
                     answer = source[start : start + pick.randint(200, 3000)]
                 messages.append({"role": "assistant", "content": answer})
-            line = json.dumps({"id": conversation, "model": "chat-model-1", "messages": messages}, ensure_ascii=False)
+            line = json.dumps(
+                {"id": conversation, "model": "chat-model-1", "messages": messages},
+                ensure_ascii=False,
+            )
             out.write(line + "\n")
             written += len(line.encode("utf-8")) + 1
             conversation += 1
@@ -77,7 +84,9 @@ def seconds(command: list[str], expect: int) -> tuple[float, float]:
     """Wall-clock and CPU (user + system, all threads) seconds of one run of ``command``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    done = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False
+    )
     elapsed = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != expect:
@@ -94,12 +103,15 @@ def measure(path: Path, runs: int) -> list[tuple[float, float]]:
         runs_of[0].append(seconds(floor, 0))
         runs_of[1].append(seconds(scan, 1))
     return [
-        (statistics.median(wall for wall, _ in each), statistics.median(cpu for _, cpu in each)) for each in runs_of
+        (statistics.median(wall for wall, _ in each), statistics.median(cpu for _, cpu in each))
+        for each in runs_of
     ]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mb", type=float, default=98.0, help="size of the file (10^6 bytes)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--write", type=Path, metavar="PATH", help="only write the file to PATH")
@@ -115,7 +127,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     print(f"{size / 1e6:.1f} MB of JSON lines, median of {args.runs} fresh processes each")
     print(f"{'':42}{'wall MB/s':>12}{'CPU s':>10}")
     print(f"{'stdlib json parse + touch (floor)':42}{size / floor / 1e6:>12.1f}{floor_cpu:>10.2f}")
-    print(f"{'loopbreak scan --field messages.*.content':42}{size / scan / 1e6:>12.1f}{scan_cpu:>10.2f}")
+    print(
+        f"{'loopbreak scan --field messages.*.content':42}{size / scan / 1e6:>12.1f}{scan_cpu:>10.2f}"
+    )
     print(f"{'scan speed / floor speed (wall)':42}{floor / scan:>12.2f}")
 
 

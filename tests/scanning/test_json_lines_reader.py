@@ -44,7 +44,18 @@ def expected(raw_lines: list[bytes], field: str) -> tuple[list[tuple[Any, ...]],
                 errors.append(f"line {number}: {slot.path} is {KINDS[type(value)]}, not text")
                 continue
             for f in loopbreak.scan(value or ""):
-                records.append((number, slot.path, f.rule, f.start, f.period, f.repeats, f.detected_at, f.block))
+                records.append(
+                    (
+                        number,
+                        slot.path,
+                        f.rule,
+                        f.start,
+                        f.period,
+                        f.repeats,
+                        f.detected_at,
+                        f.block,
+                    )
+                )
     return records, errors
 
 
@@ -57,14 +68,27 @@ def scanned(
     out, err = capsys.readouterr()
     records = [json.loads(line) for line in out.splitlines()]
     found = [
-        (r["line"], r["field"], r["rule"], r["start"], r["period"], r["repeats"], r["detected_at"], r["block"])
+        (
+            r["line"],
+            r["field"],
+            r["rule"],
+            r["start"],
+            r["period"],
+            r["repeats"],
+            r["detected_at"],
+            r["block"],
+        )
         for r in records
     ]
     prefix = f"loopbreak scan: {path}: "
-    return found, [line[len(prefix) :] for line in err.splitlines() if line.startswith(prefix + "line ")]
+    return found, [
+        line[len(prefix) :] for line in err.splitlines() if line.startswith(prefix + "line ")
+    ]
 
 
-def check(tmp_path: Path, raw_lines: list[bytes], field: str, capsys: pytest.CaptureFixture[str]) -> None:
+def check(
+    tmp_path: Path, raw_lines: list[bytes], field: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     want_records, want_errors = expected(raw_lines, field)
     got_records, got_errors = scanned(tmp_path, raw_lines, field, capsys)
     assert got_records == want_records
@@ -78,8 +102,8 @@ def line(document: Any, **dumps: Any) -> bytes:
 
 CASES = [
     # Escapes of every kind in the text, ASCII-escaped or not.
-    line({"m": [{"c": "tab\t \"q\" \\ \u00e9 \u4eba \U0001f600 " + LOOP}]}),
-    line({"m": [{"c": "tab\t \"q\" \\ \u00e9 \u4eba \U0001f600 " + LOOP}]}, ensure_ascii=False),
+    line({"m": [{"c": 'tab\t "q" \\ \u00e9 \u4eba \U0001f600 ' + LOOP}]}),
+    line({"m": [{"c": 'tab\t "q" \\ \u00e9 \u4eba \U0001f600 ' + LOOP}]}, ensure_ascii=False),
     # A lone surrogate escaped in the text (Python reads it; UTF-8 cannot hold it).
     line({"m": [{"c": LOOP + "\ud800" + LOOP}]}),
     # Invalid UTF-8 inside a text, and inside a member off the path.
@@ -93,7 +117,10 @@ CASES = [
     # Blank lines (form feed and vertical tab count as blank), CRLF endings.
     b"\n",
     b" \t\x0c\x0b\r\n",
-    line({"m": [{"c": LOOP}, {"c": None}, {"c": 7}, {"c": {"x": 1}}, {"c": [LOOP]}, {"c": True}]})[:-1] + b"\r\n",
+    line({"m": [{"c": LOOP}, {"c": None}, {"c": 7}, {"c": {"x": 1}}, {"c": [LOOP]}, {"c": True}]})[
+        :-1
+    ]
+    + b"\r\n",
     # Not JSON, trailing data, a BOM.
     b"not json {\n",
     line({"m": []})[:-1] + b" {}\n",
@@ -107,7 +134,19 @@ CASES = [
 
 
 @pytest.mark.parametrize(
-    "field", ["m.*.c", "m.-1.c", "m.0.c", "m.-6.c", "m.*", "m.first.c", "m.a\\.b.c", "m.\\*.c", "m.0.0.c", "n.0"]
+    "field",
+    [
+        "m.*.c",
+        "m.-1.c",
+        "m.0.c",
+        "m.-6.c",
+        "m.*",
+        "m.first.c",
+        "m.a\\.b.c",
+        "m.\\*.c",
+        "m.0.0.c",
+        "n.0",
+    ],
 )
 def test_every_case_reads_as_json_reads_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
@@ -115,14 +154,18 @@ def test_every_case_reads_as_json_reads_it(
     check(tmp_path, CASES, field, capsys)
 
 
-def test_the_cases_reach_findings_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cases_reach_findings_and_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The cases are not vacuous: they hold loops in lines Rust reads and in lines left to json,
     and errors of both kinds."""
     records, errors = expected(CASES, "m.*.c")
     # Rust reads lines 1 and 2; 3 to 7 are json's (line 8 keeps its clean repeated member).
     assert {1, 2, 3, 4, 5, 6, 7} <= {number for number, *_ in records}
     assert 8 not in {number for number, *_ in records}
-    assert any("not JSON" in error for error in errors) and any("not text" in error for error in errors)
+    assert any("not JSON" in error for error in errors) and any(
+        "not text" in error for error in errors
+    )
 
 
 def test_lines_are_read_in_chunks_of_whole_lines(
@@ -139,19 +182,28 @@ texts = st.one_of(
 )
 values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), texts),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(["m", "c", "a.b", "*", "0"]), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["m", "c", "a.b", "*", "0"]), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     documents=st.lists(values, min_size=1, max_size=8),
     field=st.sampled_from(["m", "m.*", "m.*.c", "m.-1", "*.c", "a\\.b.*", "\\*", "0.0", "m.-2.c"]),
     ascii_only=st.booleans(),
 )
 def test_generated_lines_read_as_json_reads_them(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], documents: list[Any], field: str, ascii_only: bool
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    documents: list[Any],
+    field: str,
+    ascii_only: bool,
 ) -> None:
     raw_lines = [line(document, ensure_ascii=ascii_only) for document in documents]
     check(tmp_path, raw_lines, field, capsys)

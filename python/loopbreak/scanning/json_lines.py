@@ -50,25 +50,39 @@ class _Found:
     findings: Sequence[Finding]
 
 
-def scan(source: Source, field: Optional[FieldPath], report: Report, advance: Callable[[float], None]) -> None:
+def scan(
+    source: Source, field: Optional[FieldPath], report: Report, advance: Callable[[float], None]
+) -> None:
     if field is None:
-        raise ScanError("JSON lines need --field, the path to the text in each line (e.g. messages.*.content)")
+        raise ScanError(
+            "JSON lines need --field, the path to the text in each line (e.g. messages.*.content)"
+        )
     path = str(source.path)
-    segments = [None if segment is None else (segment, _list_index(segment)) for segment in field.segments]
+    segments = [
+        None if segment is None else (segment, _list_index(segment)) for segment in field.segments
+    ]
     first_document: Optional[tuple[int, Any]] = None  # (line number, document), for the error below
     reached = False
     line_number = 1
     done_bytes = 0
     with ExitStack() as stack:
-        stream: IO[bytes] = sys.stdin.buffer if source.path == STDIN else stack.enter_context(source.path.open("rb"))
+        stream: IO[bytes] = (
+            sys.stdin.buffer
+            if source.path == STDIN
+            else stack.enter_context(source.path.open("rb"))
+        )
         pending = stack.enter_context(cleaned_copy(source)) if source.dest is not None else None
         out = stack.enter_context(pending.path.open("wb")) if pending is not None else None
         for chunk in _chunks(stream):
             read = scan_json_lines(chunk, segments)
             errors = [(line, f"{where} is {kind}, not text") for line, where, kind in read.not_text]
             found = [_Found(*row) for row in read.found]
-            documents, rows, reached_here = _read_with_json(chunk, read.unread, field, errors, found)
-            for line, message in sorted(errors, key=lambda error: error[0]):  # stable: in line order
+            documents, rows, reached_here = _read_with_json(
+                chunk, read.unread, field, errors, found
+            )
+            for line, message in sorted(
+                errors, key=lambda error: error[0]
+            ):  # stable: in line order
                 report.error(path, f"line {line_number + line}: {message}")
             found.sort(key=lambda row: (row.line, row.slot))
             reached = reached or bool(read.rows or read.not_text or reached_here)
@@ -77,7 +91,14 @@ def scan(source: Source, field: Optional[FieldPath], report: Report, advance: Ca
                 first_document = None if first is None else (line_number + first[0], first[1])
             batch = scanned_batch([(row.text, row.findings) for row in found])
             report.scanned(read.rows + rows)
-            report.add(batch, lambda row: {"path": path, "line": line_number + found[row].line, "field": found[row].path})
+            report.add(
+                batch,
+                lambda row: {
+                    "path": path,
+                    "line": line_number + found[row].line,
+                    "field": found[row].path,
+                },
+            )
             if out is not None and pending is not None:
                 pending.wanted = pending.wanted or bool(found)
                 out.write(_trimmed_copy(chunk, found, batch, documents, field))
@@ -87,7 +108,9 @@ def scan(source: Source, field: Optional[FieldPath], report: Report, advance: Ca
         if first_document is not None and not reached:
             # Raised inside the `with`: a field that matches nothing leaves no copy behind.
             number, document = first_document
-            raise ScanError(f"no line has a value at {field.text!r} (line {number} {_members(document)})")
+            raise ScanError(
+                f"no line has a value at {field.text!r} (line {number} {_members(document)})"
+            )
 
 
 def _list_index(segment: str) -> Optional[int]:
@@ -166,7 +189,11 @@ def _first_document(
 
 
 def _trimmed_copy(
-    chunk: bytes, found: list[_Found], batch: BatchFindings, documents: dict[int, Any], field: FieldPath
+    chunk: bytes,
+    found: list[_Found],
+    batch: BatchFindings,
+    documents: dict[int, Any],
+    field: FieldPath,
 ) -> bytes:
     """The chunk with each line that has findings written anew: every trimmed text put in its
     place, with its removals beside it. The other lines are copied byte for byte."""
@@ -196,7 +223,10 @@ def _trimmed_copy(
 def _dump(document: Any, raw: bytes) -> bytes:
     ending = raw[len(raw.rstrip(b"\r\n")) :]
     try:
-        return json.dumps(document, ensure_ascii=False).encode("utf-8", errors="surrogateescape") + ending
+        return (
+            json.dumps(document, ensure_ascii=False).encode("utf-8", errors="surrogateescape")
+            + ending
+        )
     except UnicodeEncodeError:  # a lone surrogate that came from a JSON escape, not a raw byte
         return json.dumps(document).encode("ascii") + ending
 
