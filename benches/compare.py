@@ -7,6 +7,12 @@ a synthetic copy of the incident as degenerate text. Prints one table.
 
 Times are medians over repeats, the two implementations taking turns so that noise on a shared
 machine hits both alike; read the ratios rather than the absolute numbers.
+
+The last table is what users run, each next to its floor measured in the same run, with the
+target of issue 16: the stream guard per delta against a bare ``Detector.feed`` loop, the
+OpenAI adapter per chunk against the SDK's own parsing of that chunk, ``loopbreak scan`` of JSON
+lines against the stdlib ``json`` parse (fresh processes), audit writes batched against one
+commit per decision, and the memory ``trim`` takes.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import tracemalloc
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Protocol, Sequence
 
+import audit_writes
 import baseline
 import corpus
+import json_lines
 import loopbreak
 
 CHUNK_CHARS = 2048
@@ -75,6 +83,8 @@ class Setup:
     batch_streams: int
     batch_steps: int
     idle_detectors: int
+    json_lines_mb: float
+    audit_seconds: float
 
 
 FULL = Setup(
@@ -85,9 +95,19 @@ FULL = Setup(
     batch_streams=1024,
     batch_steps=2000,
     idle_detectors=10_000,
+    json_lines_mb=98.0,
+    audit_seconds=3.0,
 )
 QUICK = Setup(
-    clean_bytes=64_000, delta_chars=16_000, repeats=3, streams=100, batch_streams=64, batch_steps=50, idle_detectors=100
+    clean_bytes=64_000,
+    delta_chars=16_000,
+    repeats=3,
+    streams=100,
+    batch_streams=64,
+    batch_steps=50,
+    idle_detectors=100,
+    json_lines_mb=5.0,
+    audit_seconds=0.5,
 )
 
 
@@ -209,6 +229,84 @@ def measure_idle_rss(count: int) -> int:
     return grown
 
 
+def guard_seconds(deltas: list[str]) -> float:
+    start = time.perf_counter()
+    for _ in loopbreak.guard(iter(deltas)):
+        pass
+    return time.perf_counter() - start
+
+
+def guard_vs_feed(repeats: int, deltas: list[str]) -> tuple[float, float]:
+    """Seconds per delta of ``for d in guard(iter(deltas))`` and of the bare feed loop, medians
+    of runs taking turns."""
+    guarded, bare = [], []
+    for _ in range(repeats):
+        guarded.append(guard_seconds(deltas) / len(deltas))
+        bare.append(feed_seconds(IMPLS[0], deltas) / len(deltas))
+    return statistics.median(guarded), statistics.median(bare)
+
+
+def openai_chunk_costs(repeats: int, deltas: list[str]) -> Optional[tuple[float, float]]:
+    """Seconds per chunk of ``guard_chat`` over parsed chunks (one 4-char content delta each),
+    and of the SDK making that chunk from its JSON (``json.loads`` and the model construction
+    the SDK's stream does for each event); None without the openai package."""
+    try:
+        from openai._models import construct_type
+        from openai.types.chat import ChatCompletionChunk
+
+        from loopbreak.integrations.openai import guard_chat
+    except ImportError:
+        return None
+    import json
+
+    def event(delta: str) -> str:
+        choice = {"index": 0, "delta": {"content": delta}, "logprobs": None, "finish_reason": None}
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]}
+        return json.dumps(chunk)
+
+    events = [event(delta) for delta in deltas]
+
+    def parse() -> list[Any]:
+        return [construct_type(type_=ChatCompletionChunk, value=json.loads(e)) for e in events]
+
+    chunks = parse()
+    guarded, parsed = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in guard_chat(iter(chunks)):
+            pass
+        guarded.append((time.perf_counter() - start) / len(chunks))
+        start = time.perf_counter()
+        parse()
+        parsed.append((time.perf_counter() - start) / len(chunks))
+    return statistics.median(guarded), statistics.median(parsed)
+
+
+def trim_rss_per_char() -> float:
+    """Peak RSS bytes that ``trim`` adds per char of an ASCII text with a loop, in a fresh
+    interpreter (the text itself is made first)."""
+    command = [sys.executable, __file__, "--trim-rss"]
+    return float(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+def peak_rss_bytes() -> int:
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmHWM:"))
+    return int(line.split()[1]) * 1024
+
+
+def measure_trim_rss() -> float:
+    text = corpus.INCIDENT_PROSE + corpus.INCIDENT_LOOP * 2_000_000 + corpus.clean_text(200_000)
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # the peak RSS starts again from the current RSS
+    before = peak_rss_bytes()
+    trimmed = loopbreak.trim(text)
+    grown = peak_rss_bytes() - before
+    assert trimmed.removals
+    return grown / len(text)
+
+
 def loop_chars_before_stop(impl: Impl) -> Optional[int]:
     """Fed the incident in 4-char deltas: chars of the loop seen when the first finding came."""
     detector = impl.new()
@@ -232,7 +330,11 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run on a small corpus")
     parser.add_argument("--rss-per-stream", nargs=2, metavar=("IMPL", "STREAMS"), help=argparse.SUPPRESS)
     parser.add_argument("--idle-rss", type=int, metavar="DETECTORS", help=argparse.SUPPRESS)
+    parser.add_argument("--trim-rss", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.trim_rss:
+        print(measure_trim_rss())
+        return
     if args.rss_per_stream:
         print(measure_rss_per_stream(args.rss_per_stream[0], int(args.rss_per_stream[1])))
         return
@@ -296,13 +398,75 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if flags[0]:
         print("loopbreak flagged clean files: " + ", ".join(flags[0]))
     print()
-    print_loopbreak_only(setup, clean_files, clean, deltas)
-
-
-def print_loopbreak_only(setup: Setup, clean_files: list[tuple[str, str]], clean: str, deltas: list[str]) -> None:
-    """What the baseline has no counterpart for: batch stepping, threads, idle detectors; and
-    the cost of a Python call that does nothing, for the per-delta rows."""
     floor = statistics.median(feed_seconds(NO_OP, deltas) / len(deltas) for _ in range(setup.repeats))
+    targets = print_loopbreak_only(setup, clean_files, clean, floor)
+    print()
+    two_kb = rows[0][1]
+    feed_us = rows[2][1]
+    print_targets(setup, deltas, floor, two_kb[0] / two_kb[1], (feed_us[1] - floor * 1e6) / (feed_us[0] - floor * 1e6), *targets)
+
+
+def print_targets(
+    setup: Setup,
+    deltas: list[str],
+    call_floor: float,
+    two_kb_ratio: float,
+    below_baseline: float,
+    step_ns: float,
+    threads_ratio: float,
+) -> None:
+    """What users run, next to its floor, and each kept target of the core."""
+    rows: list[tuple[str, str, str, str, str]] = []
+
+    def row(label: str, ours: str, floor: str, ratio: str, target: str) -> None:
+        rows.append((label, ours, floor, ratio, target))
+
+    guarded, bare = guard_vs_feed(setup.repeats, deltas)
+    row("guard(), 4-char deltas (us/delta) / bare feed", f"{guarded * 1e6:.3f}", f"{bare * 1e6:.3f}",
+        f"{guarded / bare:.2f}x", "<= 3x")
+    costs = openai_chunk_costs(setup.repeats, deltas[:5000])
+    if costs is not None:
+        adapter, sdk = costs
+        row("guard_chat per chunk (us) / SDK parse of it", f"{adapter * 1e6:.2f}", f"{sdk * 1e6:.2f}",
+            f"{adapter / sdk:.3f}x", "shown")
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "chats.jsonl"
+        json_lines.write(path, setup.json_lines_mb)
+        size = path.stat().st_size
+        (floor, floor_cpu), (scan, scan_cpu) = json_lines.measure(path, setup.repeats)
+    row(f"scan JSON lines {size / 1e6:.0f} MB (MB/s) / json parse", f"{size / scan / 1e6:.1f}",
+        f"{size / floor / 1e6:.1f}", f"{floor / scan:.2f}x", ">= 2x")
+    row("  same, CPU seconds (all threads)", f"{scan_cpu:.2f}", f"{floor_cpu:.2f}", f"{floor_cpu / scan_cpu:.2f}x", "")
+    for processes in (1, 8):
+        batched = audit_writes.measure(processes, setup.audit_seconds, batched=True)
+        each = audit_writes.measure(processes, setup.audit_seconds, batched=False)
+        lost = (batched[1] - batched[2]) + (each[1] - each[2])
+        row(f"audit decisions/s, {processes} process(es) / commit each", f"{batched[0]:,.0f}", f"{each[0]:,.0f}",
+            f"{batched[0] / each[0]:.2f}x", f"{lost} lost")
+    row("feed 2 KB chunks, clean / baseline", "", "", f"{two_kb_ratio:.1f}x", ">= 25x")
+    row("4-char deltas above the call floor / baseline", "", f"{call_floor * 1e6:.3f}", f"{below_baseline:.1f}x below",
+        ">= 10x")
+    row("TokenStreams.step (ns/stream)", f"{step_ns:.1f}", "", "", "<= 50")
+    row("scan_many, 2 threads / 1 thread", "", "", f"{threads_ratio:.2f}x", ">= 1.7x")
+    if sys.platform == "linux":
+        row("trim, peak RSS added per char of ASCII (bytes)", f"{trim_rss_per_char():.2f}", "4.00", "", "< 4")
+    print(f"{'what users run':50}{'loopbreak':>12}{'floor':>12}{'ratio':>14}{'target':>12}")
+    for label, ours, floor_value, ratio, target in rows:
+        print(f"{label:50}{ours:>12}{floor_value:>12}{ratio:>14}{target:>12}")
+    print("Floors: a bare Detector.feed loop; the SDK's json.loads + ChatCompletionChunk construction;")
+    print("json.loads of each line touching every content (fresh processes, like the scan); one commit")
+    print("per audit decision; 4 bytes per char, a text widened to 32-bit units.")
+
+
+def print_loopbreak_only(
+    setup: Setup, clean_files: list[tuple[str, str]], clean: str, floor: float
+) -> tuple[float, float]:
+    """What the baseline has no counterpart for: batch stepping, threads, idle detectors; and
+    the cost of a Python call that does nothing, for the per-delta rows. Returns the step cost
+    (ns per stream) and the 2-thread speed-up of scan_many."""
     steps = [step_ns_per_stream(setup.batch_streams, setup.batch_steps, clean) for _ in range(setup.repeats)]
     texts = [text for _, text in clean_files]
     loopbreak.scan_many(texts[:1])  # the first call imports the optional pyarrow support
@@ -318,6 +482,7 @@ def print_loopbreak_only(setup: Setup, clean_files: list[tuple[str, str]], clean
         idle = idle_detectors_rss(setup.idle_detectors)
         print(f"{f'RSS of {setup.idle_detectors:,} idle Detectors (MB)':50}{idle / 1e6:>12.1f}")
     print(f"{'4-char deltas to a no-op Python feed (us/call)':50}{floor * 1e6:>12.2f}")
+    return statistics.median(steps), one / two
 
 
 if __name__ == "__main__":

@@ -22,13 +22,28 @@ pub fn map_parallel<T: Sync>(
     scan: impl Fn(&T) -> Vec<Finding> + Sync,
     threads: Option<usize>,
 ) -> Vec<Vec<Finding>> {
-    let run = || items.par_iter().map(&scan).collect();
+    in_parallel(items, || (), |(), item| scan(item), threads)
+}
+
+/// `work` applied to every item in parallel, results in order, as [`map_parallel`] does; each
+/// worker thread makes its own `state` with `init` (e.g. a detector to reuse) and passes it to
+/// each of its calls.
+pub(crate) fn in_parallel<T: Sync, S, R: Send>(
+    items: &[T],
+    init: impl Fn() -> S + Sync,
+    work: impl Fn(&mut S, &T) -> R + Sync,
+    threads: Option<usize>,
+) -> Vec<R> {
+    let run = || items.par_iter().map_init(&init, &work).collect();
     match threads {
         None => run(),
         Some(n) => match pool(n.min(cores())) {
             Some(pool) => pool.install(run),
             // A pool that cannot start (no threads left) still gets the work done, serially.
-            None => items.iter().map(&scan).collect(),
+            None => {
+                let mut state = init();
+                items.iter().map(|item| work(&mut state, item)).collect()
+            }
         },
     }
 }

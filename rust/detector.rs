@@ -74,9 +74,15 @@ impl Detector {
         with_core!(&self.core, core => core.heap_bytes())
     }
 
-    /// Forgets everything, as if new.
+    /// Forgets everything, as if new. A stream stored as bytes keeps its window's memory for
+    /// the next one: scanning many short texts with one detector does not allocate and zero a
+    /// whole window for each.
     pub fn reset(&mut self) {
-        *self = Detector::new(*self.rules());
+        match &mut self.core {
+            Storage::Bytes(core) => core.reset(),
+            Storage::Narrow(_) | Storage::Wide(_) => self.core = Storage::Bytes(Core::new(*self.rules())),
+        }
+        self.beyond = [0; 2];
     }
 
     /// Feeds text; pushes the findings whose rule first held inside it onto `out`. ASCII (most

@@ -90,6 +90,13 @@ impl<T: Unit> Core<T> {
         &self.rules
     }
 
+    /// Forgets the stream, as a new core would, but keeps the window's allocation.
+    pub fn reset(&mut self) {
+        let mut window = std::mem::replace(&mut self.window, Window::new(0));
+        window.clear();
+        *self = Core { window, ..Core::new(self.rules) };
+    }
+
     /// Units fed so far.
     pub fn units_seen(&self) -> u64 {
         self.window.end()

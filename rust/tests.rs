@@ -386,3 +386,26 @@ fn lines_crafted_to_collide_under_a_known_line_hash_are_told_apart() {
     assert_eq!(oracle::scan(&text, &SMALL_RULES), vec![]);
     assert_eq!(scan_units(&text, &SMALL_RULES), vec![]);
 }
+
+/// One detector reset between texts finds what a new detector per text finds: the kept window
+/// is cleared of every unit written, whether the text was short, filled the window and wrapped
+/// around it, or widened it. The rules are the defaults (a window of thousands of units).
+#[test]
+fn a_reset_detector_finds_what_a_new_one_finds() {
+    let mut rng = Rng(0xD1CE);
+    let mut reused = Detector::new(DEFAULT_RULES);
+    let mut found = 0;
+    for case in 0..600 {
+        let mut text = random_text(&mut rng);
+        // Some texts repeat theirs past the window's end, so the ring wraps.
+        let copies = [1, 1, 1, 20, 200][rng.below(5)];
+        text = text.repeat(copies);
+        let expected = scan_units(&text, &DEFAULT_RULES);
+        reused.reset();
+        let mut got = Vec::new();
+        reused.feed_units(&text, &mut got);
+        assert_eq!(got, expected, "case {case}");
+        found += expected.len();
+    }
+    assert!(found > 100, "the texts should reach the rules, found {found}");
+}

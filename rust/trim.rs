@@ -1,8 +1,9 @@
 //! Trimming before persistence: every degenerate region keeps its first few copies and a marker
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
-use crate::detector::scan_units;
+use crate::detector::scan_stored;
 use crate::finding::{Finding, Rule};
+use crate::lanes::Unit;
 use crate::rules::{is_whitespace, Rules};
 
 /// One region that trimming shortened.
@@ -41,11 +42,27 @@ pub const DEFAULT_KEEP: u64 = 3;
 
 /// Trims every finding of `rules` in `units`, keeping `keep` (at least 1) copies of each.
 pub fn trim_units(units: &[u32], rules: &Rules, keep: u64) -> Trimmed {
-    assert!(keep >= 1, "keep must be at least 1");
+    let removals = removals(units, rules, keep);
     let mut out = Vec::with_capacity(units.len());
+    let mut cursor = 0;
+    for removal in &removals {
+        out.extend_from_slice(&units[cursor..removal.start as usize]);
+        let more_follows = (removal.end as usize) < units.len();
+        out.extend(marker(removal, more_follows).chars().map(u32::from));
+        cursor = removal.end as usize;
+    }
+    out.extend_from_slice(&units[cursor..]);
+    Trimmed { units: out, removals }
+}
+
+/// What [`trim_units`] removes from `units` (code points stored in one, two or four bytes
+/// each), in order: the trimmed text is the units outside the removals, each removal replaced
+/// by its [`marker`] (followed by a newline when more units follow).
+pub(crate) fn removals<S: Unit>(units: &[S], rules: &Rules, keep: u64) -> Vec<Removal> {
+    assert!(keep >= 1, "keep must be at least 1");
     let mut removals = Vec::new();
     let mut cursor = 0u64;
-    for finding in scan_units(units, rules) {
+    for finding in scan_stored(units, rules) {
         let extent = match finding.rule {
             Rule::PeriodicRun | Rule::LongBlock => periodic_extent(units, &finding, keep),
             Rule::IdenticalLines => lines_extent(units, &finding, keep),
@@ -54,18 +71,13 @@ pub fn trim_units(units: &[u32], rules: &Rules, keep: u64) -> Trimmed {
         if start >= extent.end {
             continue;
         }
-        out.extend_from_slice(&units[cursor as usize..start as usize]);
-        let removal = Removal { finding, start, end: extent.end, repeats: extent.removed_repeats };
-        let more_follows = (extent.end as usize) < units.len();
-        out.extend(marker(&removal, more_follows).chars().map(u32::from));
         cursor = extent.end;
-        removals.push(removal);
+        removals.push(Removal { finding, start, end: extent.end, repeats: extent.removed_repeats });
     }
-    out.extend_from_slice(&units[cursor as usize..]);
-    Trimmed { units: out, removals }
+    removals
 }
 
-fn periodic_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
+fn periodic_extent<S: Unit>(units: &[S], finding: &Finding, keep: u64) -> Extent {
     let p = finding.period as usize;
     let mut end = finding.detected_at as usize;
     while end < units.len() && units[end] == units[end - p] {
@@ -78,20 +90,20 @@ fn periodic_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
 
 /// Lines of `units` from `from`: (content start, content end without trailing whitespace, line
 /// end including its newline, whether a newline ended it).
-fn lines_from(units: &[u32], from: usize) -> impl Iterator<Item = (usize, usize, usize, bool)> + '_ {
+fn lines_from<S: Unit>(units: &[S], from: usize) -> impl Iterator<Item = (usize, usize, usize, bool)> + '_ {
     let mut at = from;
     std::iter::from_fn(move || {
         if at >= units.len() {
             return None;
         }
         let start = at;
-        let newline = units[at..].iter().position(|&u| u == '\n' as u32);
+        let newline = units[at..].iter().position(|&u| u.into() == u32::from('\n'));
         let (content_end, line_end, terminated) = match newline {
             Some(i) => (start + i, start + i + 1, true),
             None => (units.len(), units.len(), false),
         };
         let mut trimmed_end = content_end;
-        while trimmed_end > start && is_whitespace(units[trimmed_end - 1]) {
+        while trimmed_end > start && is_whitespace(units[trimmed_end - 1].into()) {
             trimmed_end -= 1;
         }
         at = line_end;
@@ -99,7 +111,7 @@ fn lines_from(units: &[u32], from: usize) -> impl Iterator<Item = (usize, usize,
     })
 }
 
-fn lines_extent(units: &[u32], finding: &Finding, keep: u64) -> Extent {
+fn lines_extent<S: Unit>(units: &[S], finding: &Finding, keep: u64) -> Extent {
     let mut lines = lines_from(units, finding.start as usize);
     let (first_start, first_end, first_line_end, _) = lines.next().expect("a finding's first line exists");
     let content = &units[first_start..first_end];

@@ -65,6 +65,23 @@ impl<T: Unit> Window<T> {
         }
     }
 
+    /// Empties the window as if new but keeps its allocation, zeroed again: only the slots
+    /// written so far (a short stream touches a few of them; zeroing all would cost more than
+    /// scanning it).
+    pub fn clear(&mut self) {
+        let written = self.end.min(self.cap as u64) as usize;
+        if written == self.cap {
+            self.buf.fill(T::default());
+        } else if !self.buf.is_empty() {
+            // The ring's first slots and the copies made of them past its end and before its
+            // start (`append`); a ring that never wrapped has written nothing else.
+            self.buf[..MIRROR + written].fill(T::default());
+            self.buf[MIRROR + self.cap..].fill(T::default());
+        }
+        self.head = 0;
+        self.end = 0;
+    }
+
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.buf.capacity() * std::mem::size_of::<T>()

@@ -11,6 +11,8 @@ __all__ = [
     "scan_many",
     "scan_utf8_columns",
     "scan_utf8_texts",
+    "scan_json_lines",
+    "JsonLines",
     "Detector",
     "TokenDetector",
     "TokenStreams",
@@ -221,6 +223,45 @@ def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, th
     Used by ``loopbreak.scan_columns``."""
 
 @final
+class JsonLines:
+    """What ``scan_json_lines`` found in a chunk of JSON lines. Lines count from 0 at the chunk's
+    first line; ``start``/``end`` are byte offsets of a line (with its newline) in the chunk."""
+
+    @property
+    def lines(self) -> int:
+        """Lines in the chunk."""
+    @property
+    def rows(self) -> int:
+        """Texts and nulls the field path reached in the lines read."""
+    @property
+    def first_read(self) -> Optional[tuple[int, int, int]]:
+        """``(line, start, end)`` of the first line read (neither blank nor left unread)."""
+    @property
+    def unread(self) -> list[tuple[int, int, int]]:
+        """``(line, start, end)`` of each line left to Python's ``json`` (not JSON, or JSON the
+        Rust reader might read otherwise: ``NaN``, lone surrogates, invalid UTF-8 in a text, a
+        repeated member on the path), in order."""
+    @property
+    def not_text(self) -> list[tuple[int, str, str]]:
+        """``(line, path, kind)`` of each value reached that is neither text nor null; kind is
+        ``"a boolean"``, ``"a number"``, ``"an object"`` or ``"a list"``."""
+    @property
+    def found(self) -> list[tuple[int, int, int, int, str, str, list[Finding]]]:
+        """``(line, slot, start, end, path, text, findings)`` of each text with findings, in
+        order; ``slot`` is the value's index among those the path reached in its line."""
+
+def scan_json_lines(
+    data: bytes,
+    segments: Sequence[Optional[tuple[str, Optional[int]]]],
+    rules: Optional[Rules] = None,
+    threads: Optional[int] = None,
+) -> JsonLines:
+    """Reads the JSON lines of ``data`` (whole lines; the last may lack its newline), finds the
+    values at the field path ``segments`` (None for ``*``, else a member name and its value as a
+    list index, if it has one) and scans every text, on all cores (or ``threads``) with the GIL
+    released. Used by ``loopbreak scan``."""
+
+@final
 class Detector:
     """A streaming detector: feed it text deltas as they arrive.
 
@@ -288,4 +329,6 @@ class Trimmed:
 
 def trim(text: str, keep: int = 3, rules: Optional[Rules] = None) -> Trimmed:
     """Shortens every degenerate region of ``text`` to its first ``keep`` copies plus a marker.
+    Works over the text as stored (an ASCII text is never widened to four bytes per char) and
+    joins the result from slices of it; a text without loops comes back as the same object.
     Raises ``ValueError`` if ``keep`` is not in ``1..2**64`` (ints of any size)."""

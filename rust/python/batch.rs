@@ -23,7 +23,7 @@ pub fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, Py
 }
 
 /// `threads=`: at least 1 (more than the cores are worked as many as the cores).
-fn threads_arg(threads: Option<Int>) -> PyResult<Option<usize>> {
+pub(super) fn threads_arg(threads: Option<Int>) -> PyResult<Option<usize>> {
     threads
         .map(|n| {
             n.get(1usize)

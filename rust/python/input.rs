@@ -13,7 +13,8 @@ use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 
 use crate::detector::scan_stored;
 use crate::lanes::Unit;
-use crate::{Detector, Finding, Rules};
+use crate::trim::removals;
+use crate::{Detector, Finding, Removal, Rules};
 
 /// Inputs above this many bytes are worked on with the GIL released.
 pub const DETACH_ABOVE_BYTES: usize = 64 * 1024;
@@ -54,6 +55,16 @@ impl Text<'_> {
             Text::Narrow(units) => scan_stored(units, rules),
             Text::Wide(units) => scan_stored(units, rules),
             Text::Ids(units) => scan_stored(units, rules),
+        }
+    }
+
+    /// What `trim` removes from the units, worked out over them as they are stored.
+    pub fn removals(&self, rules: &Rules, keep: u64) -> Vec<Removal> {
+        match self {
+            Text::Bytes(units) => removals(units, rules, keep),
+            Text::Narrow(units) => removals(units, rules, keep),
+            Text::Wide(units) => removals(units, rules, keep),
+            Text::Ids(units) => removals(units, rules, keep),
         }
     }
 

@@ -7,12 +7,14 @@
 //! - `input`: text and token ids from Python, code points back, the lock of streaming objects;
 //! - `rules`: `Rules`; `findings`: `Finding` and `TokenFinding`;
 //! - `detectors`: `Detector`, `TokenDetector`, `TokenStreams`;
-//! - `batch`: `scan`, `scan_many`, `scan_utf8_texts`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`.
+//! - `batch`: `scan`, `scan_many`, `scan_utf8_texts`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`;
+//! - `json_lines`: `scan_json_lines`, the JSON-lines reader of `loopbreak scan`.
 
 mod batch;
 mod detectors;
 mod findings;
 mod input;
+mod json_lines;
 mod rules;
 mod trim;
 
@@ -37,6 +39,8 @@ mod _core {
     use super::detectors::{PyDetector, PyTokenDetector, PyTokenStreams};
     #[pymodule_export]
     use super::findings::{PyFinding, PyTokenFinding};
+    #[pymodule_export]
+    use super::json_lines::{scan_json_lines, PyJsonLines};
     #[pymodule_export]
     use super::rules::PyRules;
     #[pymodule_export]

@@ -2,12 +2,12 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PySlice, PyString};
 
 use super::findings::PyFinding;
-use super::input::{text_arg, units_to_str, Int, DETACH_ABOVE_BYTES};
+use super::input::{text_arg, Int, DETACH_ABOVE_BYTES};
 use super::rules::{rules_arg, PyRules};
-use crate::{trim_units, Removal, DEFAULT_KEEP};
+use crate::{marker, Removal, DEFAULT_KEEP};
 
 /// One region that `trim` shortened.
 #[pyclass(name = "Removal", module = "loopbreak", frozen)]
@@ -80,7 +80,10 @@ impl PyTrimmed {
     }
 }
 
-/// Shortens every degenerate region of `text` to its first `keep` copies plus a marker.
+/// Shortens every degenerate region of `text` to its first `keep` copies plus a marker. The
+/// regions are found over the text as CPython stores it (one, two or four bytes per code point),
+/// and the result is joined from slices of it: an ASCII text is never widened to four bytes per
+/// unit, and a text without loops comes back as the same object.
 #[pyfunction]
 #[pyo3(signature = (text, keep = Int::from(DEFAULT_KEEP), rules = None))]
 pub fn trim(
@@ -91,10 +94,26 @@ pub fn trim(
 ) -> PyResult<PyTrimmed> {
     let keep = keep.get(1u64).ok_or_else(|| PyValueError::new_err(format!("keep must be in 1..2**64, got {keep}")))?;
     let rules = rules_arg(rules);
-    let text = text_arg(text, "text")?;
-    let run = || trim_units(&text.to_units(), &rules, keep);
-    let trimmed = if text.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
-    let removals =
-        trimmed.removals.into_iter().map(|inner| Py::new(py, PyRemoval { inner })).collect::<PyResult<Vec<_>>>()?;
-    Ok(PyTrimmed { text: units_to_str(py, &trimmed.units)?.unbind(), removals })
+    let units = text_arg(text, "text")?;
+    let run = || units.removals(&rules, keep);
+    let removals = if units.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
+    let trimmed = if removals.is_empty() { text.clone() } else { joined(text, &removals)? };
+    let removals = removals.into_iter().map(|inner| Py::new(py, PyRemoval { inner })).collect::<PyResult<Vec<_>>>()?;
+    Ok(PyTrimmed { text: trimmed.cast_into::<PyString>()?.unbind(), removals })
+}
+
+/// The slices of `text` outside `removals`, each removal replaced by its marker.
+fn joined<'py>(text: &Bound<'py, PyAny>, removals: &[Removal]) -> PyResult<Bound<'py, PyAny>> {
+    let py = text.py();
+    let len = text.len()?;
+    let pieces = PyList::empty(py);
+    let mut cursor = 0;
+    for removal in removals {
+        let (start, end) = (removal.start as usize, removal.end as usize);
+        pieces.append(text.get_item(PySlice::new(py, cursor as isize, start as isize, 1))?)?;
+        pieces.append(marker(removal, end < len))?;
+        cursor = end;
+    }
+    pieces.append(text.get_item(PySlice::new(py, cursor as isize, len as isize, 1))?)?;
+    PyString::new(py, "").call_method1("join", (pieces,))
 }

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from loopbreak.store import TABLES, Database
+from loopbreak import guard
+from loopbreak.store import BATCH_ROWS, BATCH_SECONDS, TABLES, Database
+from loopbreak.streaming.persist import save_result
 from support.fakes import FakeClock
 from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
@@ -145,6 +151,110 @@ def test_the_sqlite_sink_shares_the_callers_database(tmp_path: Path) -> None:
     assert connection.execute("SELECT text FROM messages").fetchall() == [("kept",)]
     assert len(rows(connection)) == 13
     connection.close()
+
+
+def committed(path: Path) -> list[tuple[str, int, str]]:
+    """(run_id, seq, decision) of every committed row, as another process would read them."""
+    with sqlite3.connect(path) as connection:
+        query = "SELECT run_id, seq, decision FROM audit_events ORDER BY id"
+        return list(connection.execute(query).fetchall())
+
+
+def test_a_stop_is_committed_before_record_returns_with_every_decision_before_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "loopbreak.db"
+    db = Database(path)
+    audit = AuditLog([SqliteSink(db)])
+    made = scripted_run(audit)  # its last decision is the stop
+    assert committed(path) == [(d.run_id, d.seq, d.kind.value) for d in made]
+    db.close()
+
+
+def test_allow_and_warn_decisions_wait_for_a_batch_and_close_commits_them(tmp_path: Path) -> None:
+    path = tmp_path / "loopbreak.db"
+    with Database(path) as db:
+        audit = AuditLog([SqliteSink(db)])
+        policy = RunPolicy(PolicyConfig(max_steps=10), run_id="run-a", audit=audit)
+        policy.before_step("prompt")
+        policy.check_tool_call("read_file", {"path": "a.py"})
+        assert committed(path) == []  # queued: not one transaction per decision
+        audit.close()
+        assert [seq for _, seq, _ in committed(path)] == [0, 1]
+
+
+def test_a_full_batch_is_committed_without_waiting_for_a_stop(tmp_path: Path) -> None:
+    path = tmp_path / "loopbreak.db"
+    with Database(path) as db:
+        audit = AuditLog([SqliteSink(db)])
+        policy = RunPolicy(PolicyConfig(max_steps=1000), run_id="run-a", audit=audit)
+        while len(audit.events) < BATCH_ROWS:
+            policy.before_step("prompt")
+        assert len(committed(path)) == BATCH_ROWS
+
+
+def test_queued_decisions_are_committed_after_batch_seconds(tmp_path: Path) -> None:
+    path = tmp_path / "loopbreak.db"
+    with Database(path) as db:
+        audit = AuditLog([SqliteSink(db)])
+        policy = RunPolicy(PolicyConfig(max_steps=1000), run_id="run-a", audit=audit)
+        policy.before_step("prompt")
+        time.sleep(BATCH_SECONDS)
+        policy.before_step("prompt")  # the first queued decision is old enough: both commit
+        assert [seq for _, seq, _ in committed(path)] == [0, 1]
+
+
+def test_saving_a_run_commits_the_decisions_queued_before_it(tmp_path: Path) -> None:
+    """A saved run (or receipt) is committed at once, with the decisions queued before it."""
+    path = tmp_path / "loopbreak.db"
+    with Database(path) as db:
+        audit = AuditLog([SqliteSink(db)])
+        policy = RunPolicy(PolicyConfig(max_steps=10), run_id="run-a", audit=audit)
+        policy.before_step("prompt")
+        guarded = guard(iter(["a clean answer"]))
+        assert list(guarded) == ["a clean answer"]
+        run_id = save_result(db, guarded)
+        assert [seq for _, seq, _ in committed(path)] == [0]
+        with sqlite3.connect(path) as connection:
+            assert connection.execute("SELECT id FROM runs").fetchall() == [(run_id,)]
+
+
+def test_a_database_dropped_without_close_commits_its_queue(tmp_path: Path) -> None:
+    path = tmp_path / "loopbreak.db"
+    audit = AuditLog([SqliteSink(Database(path))])
+    policy = RunPolicy(PolicyConfig(max_steps=10), run_id="run-a", audit=audit)
+    policy.before_step("prompt")
+    del audit, policy
+    gc.collect()
+    assert [seq for _, seq, _ in committed(path)] == [0]
+
+
+def test_queued_decisions_are_committed_when_the_interpreter_exits(tmp_path: Path) -> None:
+    path = tmp_path / "loopbreak.db"
+    program = f"""
+import threading
+from loopbreak.agent.audit import AuditLog, SqliteSink
+from loopbreak.agent.policy import PolicyConfig, RunPolicy
+from loopbreak.store import Database
+
+AUDIT = []
+
+def run():  # on another thread than the one that exits
+    audit = AuditLog([SqliteSink(Database({str(path)!r}))])
+    AUDIT.append(audit)  # still referenced at exit: only the exit can commit it
+    policy = RunPolicy(PolicyConfig(max_steps=10), run_id="run-a", audit=audit)
+    policy.before_step("prompt")
+    policy.check_tool_call("read_file", {{"path": "a.py"}})
+
+thread = threading.Thread(target=run)
+thread.start()
+thread.join()
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=os.environ
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert [seq for _, seq, _ in committed(path)] == [0, 1]
 
 
 def test_the_logging_sink_logs_stops_at_warning(caplog: pytest.LogCaptureFixture) -> None:

@@ -3,7 +3,6 @@ judge found. Every false positive and every loop found while tuning is a case he
 
 from __future__ import annotations
 
-import ast
 import json
 import sysconfig
 from pathlib import Path
@@ -148,16 +147,3 @@ def test_smollm2_loops_are_stopped_soon_after_they_start() -> None:
         first = loopbreak.scan(text)[0]
         # Found within what its block requires of a loop that starts where the label says.
         assert first.detected_at - start <= loopbreak.Rules().required_span(text[start : start + int(str(output["period"]))])
-
-
-def test_stub_defaults_match_the_core() -> None:
-    stub = Path(loopbreak.__file__).with_name("_core.pyi")
-    tree = ast.parse(stub.read_text(encoding="utf-8"))
-    rules_class = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Rules")
-    init = next(n for n in rules_class.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
-    defaults = {
-        arg.arg: ast.literal_eval(default)
-        for arg, default in zip(init.args.kwonlyargs, init.args.kw_defaults)
-        if default is not None
-    }
-    assert defaults == loopbreak.Rules().to_dict()

@@ -6,8 +6,9 @@ an SQLite table, Python ``logging``. Stop decisions are never dropped:
 - the decision is kept in memory (``AuditLog.events``) before any sink is written;
 - every sink is written even if an earlier one fails, and the first failure is then raised,
   so a broken sink neither hides a stop from the others nor fails silently;
-- the JSON lines sink flushes every line and fsyncs stops, the SQLite sink commits every row,
-  so a stop survives the process dying right after it;
+- the JSON lines sink flushes every line and fsyncs stops; the SQLite sink commits each stop
+  before ``record`` returns (with the decisions queued before it), so a stop survives the process
+  dying right after it;
 - the logging sink logs stops at WARNING, which the default logging configuration shows.
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Callable, Iterable, Optional, Protocol, Union
+from typing import Any, Callable, Iterable, Optional, Protocol, Union
 
 from loopbreak.store import Database, check_database, utc_now
 from loopbreak.agent.decision import Decision, DecisionKind
@@ -49,38 +50,46 @@ class JsonLinesSink:
 
 
 class SqliteSink:
-    """Inserts one row per decision into the store's ``audit_events`` table, committing each
-    row (``db`` is a ``loopbreak.store.Database``; committing also commits whatever an adopted
-    connection had pending). Columns are the keys of ``Decision.to_dict()`` plus
+    """Inserts one row per decision into the store's ``audit_events`` table (``db`` is a
+    ``loopbreak.store.Database``). A stop is committed at once, with the decisions before it;
+    allow and warn decisions are queued and committed in batches (``Database.queue``: within
+    ``BATCH_ROWS`` decisions or ``BATCH_SECONDS``, and at the latest when the sink or the
+    database is closed or the interpreter exits). Committing also commits whatever an adopted
+    connection had pending. Columns are the keys of ``Decision.to_dict()`` plus
     ``recorded_at``; ``check`` and ``limit``, SQL keywords, are stored as ``check_name`` and
-    ``limit_value``. Closing the sink leaves the database open: it belongs to the caller.
+    ``limit_value``. Closing the sink commits its queued decisions and leaves the database open:
+    it belongs to the caller.
     """
 
     def __init__(self, db: Database) -> None:
         self._db = check_database(db)
 
     def write(self, decision: Decision) -> None:
+        write = self._db.insert if decision.stopped else self._db.queue
+        write("audit_events", self.row(decision))
+
+    @staticmethod
+    def row(decision: Decision) -> dict[str, Any]:
+        """The ``audit_events`` row of ``decision``."""
         event = decision.to_dict()
-        self._db.insert(
-            "audit_events",
-            {
-                "run_id": event["run_id"],
-                "seq": event["seq"],
-                "step": event["step"],
-                "decision": event["decision"],
-                "reason": event["reason"],
-                "check_name": event["check"],
-                "value": event["value"],
-                "limit_value": event["limit"],
-                "action_key": event["action_key"],
-                "elapsed": event["elapsed"],
-                "message": event["message"],
-                "recorded_at": utc_now(),
-            },
-        )
+        return {
+            "run_id": event["run_id"],
+            "seq": event["seq"],
+            "step": event["step"],
+            "decision": event["decision"],
+            "reason": event["reason"],
+            "check_name": event["check"],
+            "value": event["value"],
+            "limit_value": event["limit"],
+            "action_key": event["action_key"],
+            "elapsed": event["elapsed"],
+            "message": event["message"],
+            "recorded_at": utc_now(),
+        }
 
     def close(self) -> None:
-        """Nothing to release: the database belongs to the caller."""
+        """Commits the queued decisions; the database stays open (it belongs to the caller)."""
+        self._db.flush()
 
 
 class LoggingSink:

@@ -1,13 +1,14 @@
 """The findings of one batch of texts, with the block and the units ``trim`` would remove.
 
-Every format scans through ``scan_batch``, locally and on Ray, and every finding record is built
-by ``record`` from the core's ``Finding``, so every path reports the same findings with the same
-numbers and the same block."""
+Every format scans through ``scan_batch`` (JSON lines, scanned as they are read, through
+``scanned_batch``), locally and on Ray, and every finding record is built by ``record`` from the
+core's ``Finding``, so every path reports the same findings with the same numbers and the same
+block."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from loopbreak._batch import Texts, scan_many
 from loopbreak._core import Finding, Rules, Trimmed, trim
@@ -36,13 +37,24 @@ def scan_batch(texts: Texts, rules: Optional[Rules] = None, threads: Optional[in
     """Scans ``texts`` (a sequence of ``str`` or a pyarrow string column, whose nulls scan as
     empty texts) on all cores (or ``threads``); only the rows with findings are looked at again,
     one by one, to trim them. An Arrow row becomes a ``str`` only if it has a finding."""
+    found = [(row, findings) for row, findings in enumerate(scan_many(texts, rules, threads)) if findings]
+    return _with_trims([(row, _text(texts, row), findings) for row, findings in found], rules)
+
+
+def scanned_batch(rows: Sequence[tuple[str, Sequence[Finding]]], rules: Optional[Rules] = None) -> BatchFindings:
+    """The ``BatchFindings`` of texts scanned already (JSON lines are scanned as they are read):
+    row ``i`` is ``rows[i]``, a text and its findings."""
+    return _with_trims([(row, text, findings) for row, (text, findings) in enumerate(rows) if findings], rules)
+
+
+def _with_trims(found: Sequence[tuple[int, str, Sequence[Finding]]], rules: Optional[Rules]) -> BatchFindings:
+    """The records of each row's findings, and the row trimmed (``(row, text, findings)`` of each
+    row with findings, in order)."""
     rows: list[int] = []
     records: list[dict[str, Any]] = []
     trimmed: dict[int, Trimmed] = {}
-    for row, findings in enumerate(scan_many(texts, rules, threads)):
-        if not findings:
-            continue
-        trimmed[row] = trim(_text(texts, row), rules=rules)
+    for row, text, findings in found:
+        trimmed[row] = trim(text, rules=rules)
         # Trimming skips a finding inside a region already removed: that finding removes 0.
         removed = {(r.finding.rule, r.finding.start, r.finding.detected_at): r.units for r in trimmed[row].removals}
         for finding in findings:

@@ -4,108 +4,229 @@
 A line that is not JSON, or a value that is not text, is an error: reported with its line
 number and counted, and the scan goes on. ``null`` scans as an empty text. In the cleaned copy
 a trimmed line is written anew, with the removals beside the text (``content_loopbreak`` beside
-``content``, when the text sits in an object); every other line is copied byte for byte."""
+``content``, when the text sits in an object); every other line is copied byte for byte.
+
+Each chunk is read and scanned in Rust (``loopbreak._core.scan_json_lines``: only the values on
+the field path are parsed, on all cores, with the GIL released), and only what is reported
+becomes a Python object. The lines that reader leaves to Python (not JSON, or JSON it might read
+otherwise than Python's ``json`` module: ``NaN``, lone surrogates, invalid UTF-8 inside a text,
+a repeated member on the path) are read here with ``json``, so every line reads as ``json``
+reads it and errors are ``json``'s own. A trimmed line is parsed again with ``json`` to write it
+anew."""
 
 from __future__ import annotations
 
 import json
 import sys
 from contextlib import ExitStack
-from typing import IO, Any, Callable, Iterator, Optional
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Iterator, Optional, Sequence
 
-from loopbreak.scanning.atomic import cleaned_copy
-from loopbreak.scanning.field_path import FieldPath, Slot
-from loopbreak.scanning.findings import BatchFindings, note, note_name, scan_batch
+from loopbreak._batch import scan_many
+from loopbreak._core import Finding, scan_json_lines
 from loopbreak.errors import ScanError
+from loopbreak.scanning.atomic import cleaned_copy
+from loopbreak.scanning.field_path import FieldPath
+from loopbreak.scanning.findings import BatchFindings, note, note_name, scanned_batch
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import STDIN, Source
 
-# A chunk ends at this many lines or bytes, whichever comes first: enough texts to keep every
-# core busy, little enough memory for lines of runaway outputs.
-CHUNK_LINES = 4096
-CHUNK_BYTES = 16 << 20
+# A chunk is this many bytes of whole lines (more only for a longer line): enough texts to keep
+# every core busy, little enough memory for files of any size.
+CHUNK_BYTES = 4 << 20
 
 
-def scan(source: Source, field: Optional[FieldPath], report: Report, advance: Callable[[float], None]) -> None:
+@dataclass(frozen=True)
+class _Found:
+    """A text with findings: its line (from 0 in the chunk), its index among the values the path
+    reached in that line, the line's bytes in the chunk, its field path, text and findings."""
+
+    line: int
+    slot: int
+    start: int
+    end: int
+    path: str
+    text: str
+    findings: Sequence[Finding]
+
+
+def scan(
+    source: Source, field: Optional[FieldPath], report: Report, advance: Callable[[float], None]
+) -> None:
     if field is None:
-        raise ScanError("JSON lines need --field, the path to the text in each line (e.g. messages.*.content)")
+        raise ScanError(
+            "JSON lines need --field, the path to the text in each line (e.g. messages.*.content)"
+        )
     path = str(source.path)
+    segments = [
+        None if segment is None else (segment, _list_index(segment)) for segment in field.segments
+    ]
     first_document: Optional[tuple[int, Any]] = None  # (line number, document), for the error below
     reached = False
     line_number = 1
     done_bytes = 0
     with ExitStack() as stack:
-        stream: IO[bytes] = sys.stdin.buffer if source.path == STDIN else stack.enter_context(source.path.open("rb"))
+        stream: IO[bytes] = (
+            sys.stdin.buffer
+            if source.path == STDIN
+            else stack.enter_context(source.path.open("rb"))
+        )
         pending = stack.enter_context(cleaned_copy(source)) if source.dest is not None else None
         out = stack.enter_context(pending.path.open("wb")) if pending is not None else None
-        for lines in _chunks(stream):
-            documents: list[Any] = [None] * len(lines)
-            texts: list[str] = []
-            slots: list[tuple[int, Slot]] = []  # (line in the chunk, slot) of each text
-            for i, raw in enumerate(lines):
-                if not raw.strip():
-                    continue
-                try:
-                    documents[i] = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-                except json.JSONDecodeError as error:
-                    report.error(path, f"line {line_number + i}: not JSON: {error.msg} (column {error.colno})")
-                    continue
-                if first_document is None:
-                    first_document = (line_number + i, documents[i])
-                for slot in field.find(documents[i]):
-                    reached = True
-                    value = slot.value
-                    if value is None or isinstance(value, str):
-                        texts.append(value or "")
-                        slots.append((i, slot))
-                    else:
-                        report.error(path, f"line {line_number + i}: {slot.path} is {_kind(value)}, not text")
-            found = scan_batch(texts)
-            report.scanned(len(texts))
-            report.add(found, lambda row: {"path": path, "line": line_number + slots[row][0], "field": slots[row][1].path})
+        for chunk in _chunks(stream):
+            read = scan_json_lines(chunk, segments)
+            errors = [(line, f"{where} is {kind}, not text") for line, where, kind in read.not_text]
+            found = [_Found(*row) for row in read.found]
+            documents, rows, reached_here = _read_with_json(
+                chunk, read.unread, field, errors, found
+            )
+            for line, message in sorted(
+                errors, key=lambda error: error[0]
+            ):  # stable: in line order
+                report.error(path, f"line {line_number + line}: {message}")
+            found.sort(key=lambda row: (row.line, row.slot))
+            reached = reached or bool(read.rows or read.not_text or reached_here)
+            if first_document is None:
+                first = _first_document(chunk, read.first_read, documents)
+                first_document = None if first is None else (line_number + first[0], first[1])
+            batch = scanned_batch([(row.text, row.findings) for row in found])
+            report.scanned(read.rows + rows)
+            report.add(
+                batch,
+                lambda row: {
+                    "path": path,
+                    "line": line_number + found[row].line,
+                    "field": found[row].path,
+                },
+            )
             if out is not None and pending is not None:
-                changed = _trim_documents(found, slots)
-                pending.wanted = pending.wanted or bool(changed)
-                for i, raw in enumerate(lines):
-                    out.write(_dump(documents[i], raw) if i in changed else raw)
-            line_number += len(lines)
-            done_bytes += sum(map(len, lines))
+                pending.wanted = pending.wanted or bool(found)
+                out.write(_trimmed_copy(chunk, found, batch, documents, field))
+            line_number += read.lines
+            done_bytes += len(chunk)
             advance(done_bytes / source.size if source.size else 0.0)
         if first_document is not None and not reached:
             # Raised inside the `with`: a field that matches nothing leaves no copy behind.
             number, document = first_document
-            raise ScanError(f"no line has a value at {field.text!r} (line {number} {_members(document)})")
+            raise ScanError(
+                f"no line has a value at {field.text!r} (line {number} {_members(document)})"
+            )
 
 
-def _chunks(stream: IO[bytes]) -> Iterator[list[bytes]]:
-    chunk: list[bytes] = []
-    size = 0
-    for raw in stream:
-        chunk.append(raw)
-        size += len(raw)
-        if len(chunk) >= CHUNK_LINES or size >= CHUNK_BYTES:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
+def _list_index(segment: str) -> Optional[int]:
+    """The list index a segment names (as ``FieldPath`` reads it), if the Rust reader can hold
+    it: an index beyond 64 bits is out of range of every list, as no index is."""
+    try:
+        index = int(segment)
+    except ValueError:
+        return None
+    return index if -(2**63) <= index < 2**63 else None
 
 
-def _trim_documents(found: BatchFindings, slots: list[tuple[int, Slot]]) -> set[int]:
-    """Puts each trimmed text in its place, and its removals beside it; returns the lines changed."""
-    changed = set()
-    for row, trimmed in found.trimmed.items():
-        line, slot = slots[row]
-        slot.container[slot.key] = trimmed.text  # type: ignore[index]
-        if isinstance(slot.container, dict) and isinstance(slot.key, str):
-            slot.container[note_name(slot.key)] = note(trimmed)
-        changed.add(line)
-    return changed
+def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
+    """The stream in chunks of whole lines (the last may lack its newline)."""
+    parts: list[bytes] = []
+    while True:
+        data = stream.read(CHUNK_BYTES)
+        if not data:
+            break
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # a line longer than a chunk goes on
+            parts.append(data)
+            continue
+        parts.append(data[:cut])
+        yield b"".join(parts)
+        parts = [data[cut:]] if cut < len(data) else []
+    rest = b"".join(parts)
+    if rest:
+        yield rest
+
+
+def _read_with_json(
+    chunk: bytes,
+    unread: list[tuple[int, int, int]],
+    field: FieldPath,
+    errors: list[tuple[int, str]],
+    found: list[_Found],
+) -> tuple[dict[int, Any], int, int]:
+    """Reads the lines the Rust reader left to ``json``: adds their errors and texts with findings
+    to ``errors`` and ``found``; returns their documents by line, the rows (texts and nulls)
+    they hold, and how many values the path reached in them."""
+    documents: dict[int, Any] = {}
+    texts: list[str] = []
+    places: list[tuple[int, int, int, int, str]] = []
+    reached = 0
+    for line, start, end in unread:
+        try:
+            document = json.loads(chunk[start:end].decode("utf-8", errors="surrogateescape"))
+        except json.JSONDecodeError as error:
+            errors.append((line, f"not JSON: {error.msg} (column {error.colno})"))
+            continue
+        documents[line] = document
+        for slot_index, slot in enumerate(field.find(document)):
+            reached += 1
+            value = slot.value
+            if value is None or isinstance(value, str):
+                texts.append(value or "")
+                places.append((line, slot_index, start, end, slot.path))
+            else:
+                errors.append((line, f"{slot.path} is {_kind(value)}, not text"))
+    for place, text, findings in zip(places, texts, scan_many(texts)):
+        if findings:
+            found.append(_Found(*place, text, findings))
+    return documents, len(texts), reached
+
+
+def _first_document(
+    chunk: bytes, first_read: Optional[tuple[int, int, int]], documents: dict[int, Any]
+) -> Optional[tuple[int, Any]]:
+    """The first line of the chunk that is JSON, and its document."""
+    first_json = min(documents, default=None)
+    if first_read is not None and (first_json is None or first_read[0] < first_json):
+        line, start, end = first_read
+        return line, json.loads(chunk[start:end].decode("utf-8", errors="surrogateescape"))
+    return None if first_json is None else (first_json, documents[first_json])
+
+
+def _trimmed_copy(
+    chunk: bytes,
+    found: list[_Found],
+    batch: BatchFindings,
+    documents: dict[int, Any],
+    field: FieldPath,
+) -> bytes:
+    """The chunk with each line that has findings written anew: every trimmed text put in its
+    place, with its removals beside it. The other lines are copied byte for byte."""
+    parts: list[bytes] = []
+    copied = 0  # bytes of the chunk written so far
+    rows_by_line: dict[int, list[int]] = {}
+    for row, text in enumerate(found):
+        rows_by_line.setdefault(text.line, []).append(row)
+    for line, rows in rows_by_line.items():
+        start, end = found[rows[0]].start, found[rows[0]].end
+        raw = chunk[start:end]
+        document = documents.get(line)
+        if document is None:
+            document = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+        slots = list(field.find(document))
+        for row in rows:
+            slot, trimmed = slots[found[row].slot], batch.trimmed[row]
+            slot.container[slot.key] = trimmed.text  # type: ignore[index]
+            if isinstance(slot.container, dict) and isinstance(slot.key, str):
+                slot.container[note_name(slot.key)] = note(trimmed)
+        parts += [chunk[copied:start], _dump(document, raw)]
+        copied = end
+    parts.append(chunk[copied:])
+    return b"".join(parts)
 
 
 def _dump(document: Any, raw: bytes) -> bytes:
     ending = raw[len(raw.rstrip(b"\r\n")) :]
     try:
-        return json.dumps(document, ensure_ascii=False).encode("utf-8", errors="surrogateescape") + ending
+        return (
+            json.dumps(document, ensure_ascii=False).encode("utf-8", errors="surrogateescape")
+            + ending
+        )
     except UnicodeEncodeError:  # a lone surrogate that came from a JSON escape, not a raw byte
         return json.dumps(document).encode("ascii") + ending
 

@@ -4,22 +4,24 @@ terminal and nowhere otherwise, so piped or redirected output never holds bar re
 from __future__ import annotations
 
 import sys
-from typing import Callable, TextIO
-
-from tqdm import tqdm
+from typing import Any, Callable, Optional, TextIO
 
 
 class Progress:
     def __init__(self, total_bytes: int, enabled: bool = True) -> None:
-        self._bar = tqdm(
-            total=total_bytes,
-            unit="B",
-            unit_scale=True,
-            desc="scanning",
-            file=sys.stderr,
-            disable=not (enabled and sys.stderr.isatty()),
-            leave=False,
-        )
+        self._bar: Optional[Any] = None  # a tqdm bar, or None when nothing is drawn
+        if enabled and sys.stderr.isatty():
+            # Imported only to draw: tqdm takes longer to import than a scan of a small file.
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total_bytes,
+                unit="B",
+                unit_scale=True,
+                desc="scanning",
+                file=sys.stderr,
+                leave=False,
+            )
 
     def file(self, size: int) -> Callable[[float], None]:
         """A callback that moves the bar to ``fraction`` (0 to 1) of a file of ``size`` bytes;
@@ -29,7 +31,7 @@ class Progress:
         def to(fraction: float) -> None:
             nonlocal done
             target = int(size * min(fraction, 1.0))
-            if target > done:
+            if target > done and self._bar is not None:
                 self._bar.update(target - done)
                 done = target
 
@@ -37,10 +39,11 @@ class Progress:
 
     def print(self, line: str, file: TextIO) -> None:
         """Prints a line without tearing the bar (which is redrawn below it)."""
-        if self._bar.disable:
+        if self._bar is None:
             print(line, file=file)
         else:
-            tqdm.write(line, file=file)
+            self._bar.write(line, file=file)
 
     def close(self) -> None:
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()

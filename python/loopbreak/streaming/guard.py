@@ -2,8 +2,10 @@
 
 ``guard(deltas)`` wraps a sync iterable of text deltas, ``aguard(deltas)`` an async one; the
 OpenAI adapters in ``loopbreak.integrations.openai`` wrap SDK streams the same way. Each item is
-fed to a ``Detector`` as soon as it arrives (a feed costs about a microsecond per delta, so
-there is no batching: the guard reacts within the delta in which a rule first holds). On a
+fed to a ``Detector`` as soon as it arrives, with no batching: the guard reacts within the delta
+in which a rule first holds. Plain ``str`` deltas go straight to the answer's detector (the
+guard costs less than twice a bare ``Detector.feed`` loop, docs/benchmarks.md); adapters turn
+each item into ``Piece`` objects, one detector per source. On a
 finding the guard stops reading, closes the upstream so the model stops generating, and either
 raises ``DegenerationDetected`` (``on_degeneration="raise"``, the default) or just ends the
 stream (``"stop"``). Either way the guard object tells what happened: ``status``, ``finding``,
@@ -144,6 +146,17 @@ class _Watch:
     def text(self, source: str = CONTENT) -> str:
         return "".join(self._parts.get(source, ()))
 
+    def content_feed(self) -> tuple[Callable[[Any], Optional[Finding]], Callable[[str], None]]:
+        """The answer's ``Detector.feed`` and the append of its text, for the plain-text path,
+        which calls them directly: no ``Piece`` and no lookup per delta."""
+        detector = self._detectors.get(CONTENT)
+        if detector is None:
+            detector = self._detectors[CONTENT] = Detector(self._rules)
+        return detector.feed, self._parts.setdefault(CONTENT, []).append
+
+    def stop(self, source: str, finding: Finding) -> None:
+        self.degeneration = self._degeneration(source, finding)
+
     def observe(self, pieces: Iterable[Piece]) -> str:
         """Feeds one item's pieces, stopping at the first finding; returns its content delta."""
         content: list[str] = []
@@ -162,7 +175,7 @@ class _Watch:
                 detector = self._detectors[piece.source] = Detector(self._rules)
             finding = detector.feed(piece.delta)
             if finding is not None:
-                self.degeneration = self._degeneration(piece.source, finding)
+                self.stop(piece.source, finding)
                 break
         return "".join(content)
 
@@ -211,14 +224,14 @@ class _GuardBase(Generic[T]):
         self._closed: list[object] = []  # upstream objects already closed: each is closed once
         self._stop_requested = False  # close() was called while another thread/task was reading
 
-    def _step(self, item: T) -> str:
-        """Feeds one item; on a finding, marks the stream degenerate (the caller stops)."""
-        content = self._watch.observe(self._pieces(item))
-        if self._watch.degeneration is not None:
-            self._status = "degenerate"
-        return content
+    def _reads_plain_text(self) -> bool:
+        """Whether the items are the text deltas themselves (``guard``/``aguard``): then each
+        delta goes straight to the answer's detector, the per-delta cost that matters most."""
+        return self._pieces is _text_pieces
 
     def _stop_on_finding(self) -> None:
+        """Marks the stream degenerate (the caller stops reading) and raises if so asked."""
+        self._status = "degenerate"
         degeneration = self._watch.degeneration
         if degeneration is not None and self._on_degeneration == "raise":
             raise DegenerationDetected(degeneration)
@@ -327,17 +340,36 @@ class Guarded(_GuardBase[T]):
 
     def _run(self) -> Generator[T, None, None]:
         try:
-            self._iterator = iter(self._upstream)
-            for item in self._iterator:
-                if self._stop_requested:
-                    break
-                self._step(item)
-                if self._status == "degenerate":
-                    self._stop_on_finding()
-                    break
-                yield item
+            self._iterator = iterator = iter(self._upstream)
+            if self._reads_plain_text():
+                feed, keep_text = self._watch.content_feed()
+                for delta in iterator:
+                    if self._stop_requested:
+                        break
+                    try:
+                        finding = feed(delta)
+                    except TypeError:
+                        _text_pieces(delta)  # raises the guard's TypeError for a non-str delta
+                        raise
+                    keep_text(delta)
+                    if finding is not None:
+                        self._watch.stop(CONTENT, finding)
+                        self._stop_on_finding()
+                        break
+                    yield delta
+                else:
+                    self._status = "ok"
             else:
-                self._status = "ok"
+                for item in iterator:
+                    if self._stop_requested:
+                        break
+                    self._watch.observe(self._pieces(item))
+                    if self._watch.degeneration is not None:
+                        self._stop_on_finding()
+                        break
+                    yield item
+                else:
+                    self._status = "ok"
         except GeneratorExit:
             self._settle(GeneratorExit())
             self._release()  # the consumer's close() reports a failing close
@@ -364,8 +396,9 @@ class Guarded(_GuardBase[T]):
         if failure is not None:
             raise failure
 
-    def __iter__(self) -> Self:
-        return self
+    def __iter__(self) -> Iterator[T]:
+        # The guard's own generator: a for loop then pays no method call per item on top.
+        return self._items
 
     def __next__(self) -> T:
         return next(self._items)
@@ -422,17 +455,36 @@ class AsyncGuarded(_GuardBase[T]):
 
     async def _run(self) -> AsyncGenerator[tuple[T, str], None]:
         try:
-            self._iterator = self._upstream.__aiter__()
-            async for item in self._iterator:
-                if self._stop_requested:
-                    break
-                content = self._step(item)
-                if self._status == "degenerate":
-                    self._stop_on_finding()
-                    break
-                yield item, content
+            self._iterator = iterator = self._upstream.__aiter__()
+            if self._reads_plain_text():
+                feed, keep_text = self._watch.content_feed()
+                async for delta in iterator:
+                    if self._stop_requested:
+                        break
+                    try:
+                        finding = feed(delta)
+                    except TypeError:
+                        _text_pieces(delta)  # raises the guard's TypeError for a non-str delta
+                        raise
+                    keep_text(delta)
+                    if finding is not None:
+                        self._watch.stop(CONTENT, finding)
+                        self._stop_on_finding()
+                        break
+                    yield delta, delta
+                else:
+                    self._status = "ok"
             else:
-                self._status = "ok"
+                async for item in iterator:
+                    if self._stop_requested:
+                        break
+                    content = self._watch.observe(self._pieces(item))
+                    if self._watch.degeneration is not None:
+                        self._stop_on_finding()
+                        break
+                    yield item, content
+                else:
+                    self._status = "ok"
         except GeneratorExit:
             self._settle(GeneratorExit())
             await self._release()  # the consumer's aclose() reports a failing close
