@@ -65,7 +65,7 @@ impl Text<'_> {
             Text::Bytes(units) => removals(units, rules, keep),
             Text::Narrow(units) => removals(units, rules, keep),
             Text::Wide(units) => removals(units, rules, keep),
-            Text::Ids(units) => removals(units, rules, keep),
+            Text::Owned(units) => removals(units, rules, keep),
         }
     }
 
