@@ -17,5 +17,10 @@ fn main() {
         rates.push(text.len() as f64 / started.elapsed().as_secs_f64() / 1e6);
     }
     rates.sort_by(f64::total_cmp);
-    println!("{} bytes, {findings} findings, {:.1} MB/s (median of {})", text.len(), rates[rates.len() / 2], rates.len());
+    println!(
+        "{} bytes, {findings} findings, {:.1} MB/s (median of {})",
+        text.len(),
+        rates[rates.len() / 2],
+        rates.len()
+    );
 }

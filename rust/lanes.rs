@@ -76,13 +76,14 @@ impl Unit for u8 {
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
 
-
     #[cfg(target_arch = "x86_64")]
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn agree_wide(units: [&[u8; WIDE]; 3], targets: [u8; 3]) -> u32 {
         use std::arch::x86_64::*;
-        let eq = |k: usize| _mm256_cmpeq_epi8(_mm256_loadu_si256(units[k].as_ptr().cast()), _mm256_set1_epi8(targets[k] as i8));
+        let eq = |k: usize| {
+            _mm256_cmpeq_epi8(_mm256_loadu_si256(units[k].as_ptr().cast()), _mm256_set1_epi8(targets[k] as i8))
+        };
         _mm256_movemask_epi8(_mm256_and_si256(_mm256_and_si256(eq(0), eq(1)), eq(2))) as u32
     }
 }
@@ -126,7 +127,6 @@ impl Unit for u16 {
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
 
-
     #[cfg(target_arch = "x86_64")]
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -134,7 +134,10 @@ impl Unit for u16 {
         use std::arch::x86_64::*;
         let half = |h: usize| {
             let eq = |k: usize| {
-                _mm256_cmpeq_epi16(_mm256_loadu_si256(units[k].as_ptr().cast::<__m256i>().add(h)), _mm256_set1_epi16(targets[k] as i16))
+                _mm256_cmpeq_epi16(
+                    _mm256_loadu_si256(units[k].as_ptr().cast::<__m256i>().add(h)),
+                    _mm256_set1_epi16(targets[k] as i16),
+                )
             };
             _mm256_and_si256(_mm256_and_si256(eq(0), eq(1)), eq(2))
         };
@@ -183,7 +186,6 @@ impl Unit for u32 {
         fold_mask(a.iter().zip(b).map(|(x, y)| x == y))
     }
 
-
     #[cfg(target_arch = "x86_64")]
     #[inline]
     #[target_feature(enable = "avx2")]
@@ -191,13 +193,17 @@ impl Unit for u32 {
         use std::arch::x86_64::*;
         let quarter = |q: usize| {
             let eq = |k: usize| {
-                _mm256_cmpeq_epi32(_mm256_loadu_si256(units[k].as_ptr().cast::<__m256i>().add(q)), _mm256_set1_epi32(targets[k] as i32))
+                _mm256_cmpeq_epi32(
+                    _mm256_loadu_si256(units[k].as_ptr().cast::<__m256i>().add(q)),
+                    _mm256_set1_epi32(targets[k] as i32),
+                )
             };
             _mm256_and_si256(_mm256_and_si256(eq(0), eq(1)), eq(2))
         };
         // The packs work within 128-bit halves and leave the quarters' 4-lane runs in the order
         // 0 8 16 24 4 12 20 28: the permute puts them back in order.
-        let packed = _mm256_packs_epi16(_mm256_packs_epi32(quarter(0), quarter(1)), _mm256_packs_epi32(quarter(2), quarter(3)));
+        let packed =
+            _mm256_packs_epi16(_mm256_packs_epi32(quarter(0), quarter(1)), _mm256_packs_epi32(quarter(2), quarter(3)));
         let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
         _mm256_movemask_epi8(_mm256_permutevar8x32_epi32(packed, order)) as u32
     }
@@ -232,7 +238,8 @@ impl<const N: usize> Marks<N> {
         for (word, units) in units.chunks(64).enumerate() {
             let mut bits = match <&[S; 64]>::try_from(units) {
                 Ok(units) => {
-                    let found = |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
+                    let found =
+                        |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
                     (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i)
                 }
                 Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
@@ -307,10 +314,12 @@ mod tests {
     /// The prefilter's mask, lane by lane, for both widths: every lane order the packs could
     /// scramble is told apart, as each probe misses in lanes of its own.
     fn check_agree<T: Unit>(top: u32) {
-        let probe = |miss: fn(usize) -> bool| -> [T; WIDE] { std::array::from_fn(|i| T::store(if miss(i) { 1 } else { top })) };
+        let probe =
+            |miss: fn(usize) -> bool| -> [T; WIDE] { std::array::from_fn(|i| T::store(if miss(i) { 1 } else { top })) };
         let (a, b, c) = (probe(|i| i % 5 == 0), probe(|i| i % 7 == 2), probe(|i| i == 30 || i == 9));
         let target = T::store(top);
-        let expected = (0..WIDE).filter(|&i| !(i % 5 == 0 || i % 7 == 2 || i == 30 || i == 9)).fold(0u32, |m, i| m | 1 << i);
+        let expected =
+            (0..WIDE).filter(|&i| !(i % 5 == 0 || i % 7 == 2 || i == 30 || i == 9)).fold(0u32, |m, i| m | 1 << i);
         let head = |units: &[T; WIDE]| -> [T; LANES] { units[..LANES].try_into().expect("LANES") };
         let (ha, hb, hc) = (head(&a), head(&b), head(&c));
         assert_eq!(T::agree([&ha, &hb, &hc], [target; 3]), expected & 0xFFFF);
@@ -332,8 +341,9 @@ mod tests {
     fn marks_find_every_target_in_order() {
         // Newlines in and across blocks, at both ends of a word, in the remainder, and a word
         // of nothing else (more than eight to a word).
-        let text: Vec<u8> =
-            (0..200).map(|i| if i % 7 == 0 || i == 63 || i == 64 || i == 149 || (128..192).contains(&i) { b'\n' } else { b'a' }).collect();
+        let text: Vec<u8> = (0..200)
+            .map(|i| if i % 7 == 0 || i == 63 || i == 64 || i == 149 || (128..192).contains(&i) { b'\n' } else { b'a' })
+            .collect();
         let units: Vec<u32> = text.iter().map(|&b| u32::from(b)).collect();
         let marked = |units: &[u32]| {
             let mut marks = Marks::<4>::new();

@@ -4,8 +4,8 @@
 //! arrives is folded into a 64-bit hash as it leaves, and so is a streak line about to leave; two
 //! lines are then compared on hash and length. Equality is exact while both lines are held.
 
-use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
 use crate::lanes::Unit;
+use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
 use crate::window::Window;
 
 /// Odd multiplier of the line hash (from splitmix64).

@@ -6,15 +6,19 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::buffer::{PyBuffer, PyUntypedBuffer};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::detector::scan_stored;
-use crate::{map_parallel, BlockKind, Rule, StreamSet, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
+use crate::lanes::Unit;
+use crate::{
+    map_parallel, trim_units, BlockKind, Detector, Finding, Removal, Rule, Rules, StreamSet, DEFAULT_KEEP,
+    DEFAULT_RULES,
+};
 
 /// Inputs above this many bytes are worked on with the GIL released.
 const DETACH_ABOVE_BYTES: usize = 64 * 1024;
@@ -47,7 +51,7 @@ impl Text<'_> {
     }
 
     fn to_units(&self) -> Vec<u32> {
-        with_units!(self, units => units.iter().map(|&unit| u32::from(unit)).collect())
+        with_units!(self, units => widened(units))
     }
 
     fn scan(&self, rules: &Rules) -> Vec<Finding> {
@@ -55,12 +59,13 @@ impl Text<'_> {
     }
 }
 
+fn widened<S: Unit>(units: &[S]) -> Vec<u32> {
+    units.iter().map(|&unit| unit.into()).collect()
+}
+
 fn text_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Text<'a>> {
     let Ok(s) = obj.cast::<PyString>() else {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be str, not {}",
-            obj.get_type().name()?
-        )));
+        return Err(PyTypeError::new_err(format!("{what} must be str, not {}", obj.get_type().name()?)));
     };
     // SAFETY: PyO3 reads the str's storage kind from a C bitfield laid out as on x86-64, where
     // PyO3 tests it and where this package is built and tested. The data stays valid while
@@ -82,7 +87,11 @@ fn units_to_str<'py>(py: Python<'py>, units: &[u32]) -> PyResult<Bound<'py, PySt
     for &u in units {
         match char::from_u32(u) {
             Some(ch) => bytes.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
-            None => bytes.extend_from_slice(&[0xE0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3F) as u8, 0x80 | (u & 0x3F) as u8]),
+            None => bytes.extend_from_slice(&[
+                0xE0 | (u >> 12) as u8,
+                0x80 | ((u >> 6) & 0x3F) as u8,
+                0x80 | (u & 0x3F) as u8,
+            ]),
         }
     }
     let decoded = PyBytes::new(py, &bytes).call_method1("decode", ("utf-8", "surrogatepass"))?;
@@ -111,6 +120,8 @@ macro_rules! rules_class {
     ($($field:ident),* $(,)?) => {
         #[pymethods]
         impl PyRules {
+            // Python's keyword-only constructor takes one argument per rule.
+            #[allow(clippy::too_many_arguments)]
             #[new]
             #[pyo3(signature = (*, $($field = i128::from(DEFAULT_RULES.$field)),*))]
             fn new($($field: i128),*) -> PyResult<Self> {
@@ -490,7 +501,12 @@ fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, PyRule
 
 fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
     threads
-        .map(|n| usize::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1, got {n}"))))
+        .map(|n| {
+            usize::try_from(n)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1, got {n}")))
+        })
         .transpose()
 }
 
@@ -510,9 +526,7 @@ fn scan_many(
     }
     let items: Vec<Bound<'_, PyAny>> = texts.try_iter()?.collect::<PyResult<_>>()?;
     let texts = items.iter().map(|item| text_arg(item, "each text")).collect::<PyResult<Vec<Text<'_>>>>()?;
-    let found = py.detach(|| {
-        map_parallel(&texts, |text| text.scan(&rules), threads)
-    });
+    let found = py.detach(|| map_parallel(&texts, |text| text.scan(&rules), threads));
     Ok(found.into_iter().map(wrap).collect())
 }
 
@@ -555,7 +569,14 @@ fn scan_utf8_columns<'py>(
                 Rule::LongBlock => 1,
                 Rule::IdenticalLines => 2,
             };
-            for (column, value) in columns.iter_mut().zip([row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64]) {
+            for (column, value) in columns.iter_mut().zip([
+                row as i64,
+                rule,
+                f.period as i64,
+                f.start as i64,
+                f.repeats as i64,
+                f.detected_at as i64,
+            ]) {
                 column.extend_from_slice(&value.to_le_bytes());
             }
         }
@@ -637,7 +658,12 @@ impl PyTrimmed {
 /// Shortens every degenerate region of `text` to its first `keep` copies plus a marker.
 #[pyfunction]
 #[pyo3(signature = (text, keep = i128::from(DEFAULT_KEEP), rules = None))]
-fn trim(py: Python<'_>, text: &Bound<'_, PyAny>, keep: i128, rules: Option<&Bound<'_, PyRules>>) -> PyResult<PyTrimmed> {
+fn trim(
+    py: Python<'_>,
+    text: &Bound<'_, PyAny>,
+    keep: i128,
+    rules: Option<&Bound<'_, PyRules>>,
+) -> PyResult<PyTrimmed> {
     let keep = u64::try_from(keep)
         .ok()
         .filter(|&k| k >= 1)
@@ -649,11 +675,8 @@ fn trim(py: Python<'_>, text: &Bound<'_, PyAny>, keep: i128, rules: Option<&Boun
         trim_units(&units, &rules, keep)
     };
     let trimmed = if text.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
-    let removals = trimmed
-        .removals
-        .into_iter()
-        .map(|inner| Py::new(py, PyRemoval { inner }))
-        .collect::<PyResult<Vec<_>>>()?;
+    let removals =
+        trimmed.removals.into_iter().map(|inner| Py::new(py, PyRemoval { inner })).collect::<PyResult<Vec<_>>>()?;
     Ok(PyTrimmed { text: units_to_str(py, &trimmed.units)?.unbind(), removals })
 }
 

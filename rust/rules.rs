@@ -284,10 +284,7 @@ impl Rules {
         }
         for (name, value) in [("min_repeats", self.min_repeats), ("code_min_repeats", self.code_min_repeats)] {
             if value < self.long_min_repeats {
-                return fail(format!(
-                    "{name} ({value}) must be at least long_min_repeats ({})",
-                    self.long_min_repeats
-                ));
+                return fail(format!("{name} ({value}) must be at least long_min_repeats ({})", self.long_min_repeats));
             }
         }
         // The detector keeps the longest block's least span in memory.
@@ -462,7 +459,13 @@ mod tests {
             (|r| r.min_span = 8, "min_span"),
             (|r| r.min_lines = 1, "min_lines"),
             (|r| r.code_span = MAX_SPAN_LIMIT + 1, "code_span"),
-            (|r| (r.max_long_period, r.long_min_repeats, r.min_repeats, r.code_min_repeats) = (MAX_LONG_PERIOD_LIMIT, 1 << 9, 1 << 9, 1 << 9), "long_min_repeats x max_long_period"),
+            (
+                |r| {
+                    (r.max_long_period, r.long_min_repeats, r.min_repeats, r.code_min_repeats) =
+                        (MAX_LONG_PERIOD_LIMIT, 1 << 9, 1 << 9, 1 << 9)
+                },
+                "long_min_repeats x max_long_period",
+            ),
         ];
         for (change, name) in cases {
             let mut rules = DEFAULT_RULES;

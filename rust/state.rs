@@ -203,7 +203,13 @@ impl<T: Unit> Core<T> {
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does. Most newlines thus cost a list entry and a length compare.
     #[inline(always)]
-    fn lines_ahead<S: Unit, const N: usize>(&mut self, piece: &[S], newlines: &Marks<N>, first: u64, x: u64) -> (u64, Option<LineEvent>) {
+    fn lines_ahead<S: Unit, const N: usize>(
+        &mut self,
+        piece: &[S],
+        newlines: &Marks<N>,
+        first: u64,
+        x: u64,
+    ) -> (u64, Option<LineEvent>) {
         for &i in newlines.from((x - first) as usize) {
             let at = first + u64::from(i);
             // The unit before the newline, read from the piece where it is in it.
@@ -438,7 +444,15 @@ impl<T: Unit> Core<T> {
     /// # Safety
     /// The CPU has what `G` needs.
     #[inline(always)]
-    unsafe fn sample_group<G: Prefilter>(&mut self, x: u64, slot: Slot, rest: u64, due: u32, targets: [T; 3], recent: &[T; LANES]) -> bool {
+    unsafe fn sample_group<G: Prefilter>(
+        &mut self,
+        x: u64,
+        slot: Slot,
+        rest: u64,
+        due: u32,
+        targets: [T; 3],
+        recent: &[T; LANES],
+    ) -> bool {
         let mut alive = G::agree(&self.window, slot, targets) & due;
         let mut holding = 0;
         while alive != 0 {
@@ -490,7 +504,15 @@ impl<T: Unit> Core<T> {
             // The run started inside an earlier finding and never counts. It is followed all the
             // same, so that the periods it repeats are dismissed above without tracing (a run of
             // one unit right after a loop was traced back for every period at every sample).
-            self.trackers.push(Tracker { period: p, start, need: 0, settled: true, fired: false, claimed: true, holds_to: x + 1 });
+            self.trackers.push(Tracker {
+                period: p,
+                start,
+                need: 0,
+                settled: true,
+                fired: false,
+                claimed: true,
+                holds_to: x + 1,
+            });
             return true;
         }
         if self.trackers.iter().any(|t| t.start <= start && p % t.period == 0) {
@@ -508,7 +530,15 @@ impl<T: Unit> Core<T> {
         if x + self.plan.spacing(p) < start + need {
             return false;
         }
-        self.trackers.push(Tracker { period: p, start, need, settled: false, fired: false, claimed: false, holds_to: x + 1 });
+        self.trackers.push(Tracker {
+            period: p,
+            start,
+            need,
+            settled: false,
+            fired: false,
+            claimed: false,
+            holds_to: x + 1,
+        });
         if x + 1 - start == need && !self.settle(self.trackers.len() - 1, x) {
             self.trackers.pop();
             return false;

@@ -20,7 +20,6 @@
 //! With the cargo feature `oracle` (which needs the core to export its reference oracle as
 //! `loopbreak::oracle`), chunking and scan also compare with the oracle.
 
-
 use arbitrary::Unstructured;
 use loopbreak::{
     scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, Rules, Trimmed, DEFAULT_RULES,
@@ -75,9 +74,30 @@ pub const LOW: Rules = Rules {
 /// care about (`\r`, U+0085 and U+3000 are whitespace; a lone surrogate is not), NUL, multi-byte
 /// chars, lone surrogates and a token id above U+10FFFF (the last three only as token ids).
 const PALETTE: [u32; 24] = [
-    'a' as u32, 'b' as u32, 'c' as u32, 'x' as u32, 'A' as u32, '.' as u32, ',' as u32, ' ' as u32,
-    '\n' as u32, '\t' as u32, '\r' as u32, '-' as u32, '=' as u32, '0' as u32, '1' as u32, 'é' as u32,
-    '人' as u32, '🙂' as u32, 0x3000, 0x85, 0, 0xD800, 0xDFFF, 0x11_0000,
+    'a' as u32,
+    'b' as u32,
+    'c' as u32,
+    'x' as u32,
+    'A' as u32,
+    '.' as u32,
+    ',' as u32,
+    ' ' as u32,
+    '\n' as u32,
+    '\t' as u32,
+    '\r' as u32,
+    '-' as u32,
+    '=' as u32,
+    '0' as u32,
+    '1' as u32,
+    'é' as u32,
+    '人' as u32,
+    '🙂' as u32,
+    0x3000,
+    0x85,
+    0,
+    0xD800,
+    0xDFFF,
+    0x11_0000,
 ];
 
 const NEWLINE: u32 = '\n' as u32;
@@ -229,11 +249,8 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
             _ => {
                 for _ in 0..byte(u) {
                     let raw: u32 = u.arbitrary().unwrap_or(0);
-                    let unit = if text {
-                        char::from_u32(raw % 0x11_0000).map_or('\u{FFFD}' as u32, u32::from)
-                    } else {
-                        raw
-                    };
+                    let unit =
+                        if text { char::from_u32(raw % 0x11_0000).map_or('\u{FFFD}' as u32, u32::from) } else { raw };
                     out.push(unit);
                 }
             }
@@ -686,6 +703,8 @@ mod replay {
     use std::path::{Path, PathBuf};
 
     type Check = fn(&[u8]);
+    /// A named reproducer that panics if its check fails.
+    type Case = (&'static str, Box<dyn Fn()>);
 
     const TARGETS: [(&str, Check); 4] = [
         ("chunking", super::check_chunking),
@@ -701,7 +720,7 @@ mod replay {
 
     /// Reproducers written by hand (the fuzzer finds these too, but not in a few seconds), by
     /// the same checks the targets run.
-    fn handmade_cases() -> Vec<(&'static str, Box<dyn Fn()>)> {
+    fn handmade_cases() -> Vec<Case> {
         use super::*;
         fn units(s: &str) -> Vec<u32> {
             s.chars().map(u32::from).collect()
@@ -712,32 +731,53 @@ mod replay {
         }
         vec![
             // 25 identical 20,000-unit lines with one trailing space, at the defaults.
-            ("bug-lines-window-defaults", Box::new(|| {
-                let line: String = (0..20_000u32).map(|i| char::from(b'a' + (i * 7 % 26) as u8)).collect();
-                scan_checked(&units(&format!("{line} \n").repeat(25)), DEFAULT_RULES);
-            })),
+            (
+                "bug-lines-window-defaults",
+                Box::new(|| {
+                    let line: String = (0..20_000u32).map(|i| char::from(b'a' + (i * 7 % 26) as u8)).collect();
+                    scan_checked(&units(&format!("{line} \n").repeat(25)), DEFAULT_RULES);
+                }),
+            ),
             // A 5-unit block of one visible char needs 200 units: more than LOW's window.
-            ("bug-span-window-single-char", Box::new(|| {
-                let rules = Rules { single_char_min_span: 200, ..LOW };
-                scan_checked(&units(&format!("x{}", "-    ".repeat(50))), rules);
-            })),
-            ("bug-span-window-whitespace", Box::new(|| {
-                let rules = Rules { whitespace_min_span: 200, ..LOW };
-                scan_checked(&units(&format!("x{}", " ".repeat(210))), rules);
-            })),
+            (
+                "bug-span-window-single-char",
+                Box::new(|| {
+                    let rules = Rules { single_char_min_span: 200, ..LOW };
+                    scan_checked(&units(&format!("x{}", "-    ".repeat(50))), rules);
+                }),
+            ),
+            (
+                "bug-span-window-whitespace",
+                Box::new(|| {
+                    let rules = Rules { whitespace_min_span: 200, ..LOW };
+                    scan_checked(&units(&format!("x{}", " ".repeat(210))), rules);
+                }),
+            ),
             // Rules whose window would be 2^40 units (the first push aborted the process): now
             // rejected by `validate`.
-            ("bug-rules-window-2-40", Box::new(|| {
-                let m = 1 << 24;
-                let rules = Rules { max_long_period: 65_536, long_min_repeats: m, min_repeats: m, code_min_repeats: m, ..DEFAULT_RULES };
-                assert!(rules.validate().is_err(), "rules with a 2^40-unit window must be rejected");
-            })),
+            (
+                "bug-rules-window-2-40",
+                Box::new(|| {
+                    let m = 1 << 24;
+                    let rules = Rules {
+                        max_long_period: 65_536,
+                        long_min_repeats: m,
+                        min_repeats: m,
+                        code_min_repeats: m,
+                        ..DEFAULT_RULES
+                    };
+                    assert!(rules.validate().is_err(), "rules with a 2^40-unit window must be rejected");
+                }),
+            ),
             // keep * period wraps: keep=2^62, period 4.
-            ("bug-trim-keep-overflow-abc", Box::new(|| {
-                let text = units(&"abc ".repeat(100));
-                let keep = 1 << 62;
-                check_trimmed(&text, &DEFAULT_RULES, keep, &trim_units(&text, &DEFAULT_RULES, keep));
-            })),
+            (
+                "bug-trim-keep-overflow-abc",
+                Box::new(|| {
+                    let text = units(&"abc ".repeat(100));
+                    let keep = 1 << 62;
+                    check_trimmed(&text, &DEFAULT_RULES, keep, &trim_units(&text, &DEFAULT_RULES, keep));
+                }),
+            ),
         ]
     }
 
@@ -755,7 +795,9 @@ mod replay {
         match (open, result) {
             (None, Ok(())) => {}
             (Some(_), Err(message)) => eprintln!("open bug, still fails as expected: {name}: {message:.300}"),
-            (Some(bug), Ok(())) => problems.push(format!("{name}: passes, so {bug} looks fixed: remove it from OPEN_BUGS")),
+            (Some(bug), Ok(())) => {
+                problems.push(format!("{name}: passes, so {bug} looks fixed: remove it from OPEN_BUGS"))
+            }
             (None, Err(message)) => problems.push(format!("{name}: regression: {message:.600}")),
         }
     }
