@@ -3,8 +3,8 @@
 //! The core is pure Rust: [`Detector`] is fed text or token ids as they stream and reports a
 //! [`Finding`] at the unit where a rule first holds; [`scan_str`] lists every degenerate region of
 //! a whole text; [`trim_units`] shortens them before the text is saved. All thresholds live in
-//! [`Rules`]. The Python binding (`--features python`) is in `python.rs`, the only file that
-//! uses pyo3.
+//! [`Rules`]. The Python binding (`--features python`) is the folder `python/`, the only
+//! code that uses pyo3.
 
 mod batch;
 mod detector;

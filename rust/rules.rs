@@ -264,6 +264,25 @@ impl KindCounts {
 }
 
 impl Rules {
+    /// Every value with its field's name, in the order the fields are declared.
+    pub fn named_values(&self) -> [(&'static str, u32); 13] {
+        [
+            ("max_period", self.max_period),
+            ("max_long_period", self.max_long_period),
+            ("min_repeats", self.min_repeats),
+            ("text_span", self.text_span),
+            ("code_min_repeats", self.code_min_repeats),
+            ("code_span", self.code_span),
+            ("long_min_repeats", self.long_min_repeats),
+            ("min_span", self.min_span),
+            ("code_min_span", self.code_min_span),
+            ("single_char_min_span", self.single_char_min_span),
+            ("whitespace_min_span", self.whitespace_min_span),
+            ("min_lines", self.min_lines),
+            ("code_min_lines", self.code_min_lines),
+        ]
+    }
+
     /// Checks that the values can work together; the detector relies on every check here.
     pub fn validate(&self) -> Result<(), RulesError> {
         let fail = |msg: String| Err(RulesError(msg));

@@ -1,0 +1,101 @@
+//! Whole texts: `scan`, and `scan_many` / `scan_utf8_columns` over many texts on all cores.
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use super::findings::{wrap, PyFinding};
+use super::input::{text_arg, tokens_arg, Text, DETACH_ABOVE_BYTES};
+use super::rules::{rules_arg, PyRules};
+use crate::{map_parallel, Rule};
+
+/// Every degenerate region of a whole text.
+#[pyfunction]
+#[pyo3(signature = (text, rules = None))]
+pub fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, PyRules>>) -> PyResult<Vec<PyFinding>> {
+    let rules = rules_arg(rules);
+    let text = text_arg(text, "text")?;
+    let run = || text.scan(&rules);
+    let findings = if text.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
+    Ok(wrap(findings))
+}
+
+fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+    threads
+        .map(|n| {
+            usize::try_from(n)
+                .ok()
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1, got {n}")))
+        })
+        .transpose()
+}
+
+/// The findings of every text, in order, scanned on all cores (or `threads`) with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (texts, rules = None, threads = None))]
+pub fn scan_many(
+    py: Python<'_>,
+    texts: &Bound<'_, PyAny>,
+    rules: Option<&Bound<'_, PyRules>>,
+    threads: Option<i64>,
+) -> PyResult<Vec<Vec<PyFinding>>> {
+    let rules = rules_arg(rules);
+    let threads = threads_arg(threads)?;
+    if texts.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("texts must be an iterable of str, not a single str"));
+    }
+    let items: Vec<Bound<'_, PyAny>> = texts.try_iter()?.collect::<PyResult<_>>()?;
+    let texts = items.iter().map(|item| text_arg(item, "each text")).collect::<PyResult<Vec<Text<'_>>>>()?;
+    let found = py.detach(|| map_parallel(&texts, |text| text.scan(&rules), threads));
+    Ok(found.into_iter().map(wrap).collect())
+}
+
+/// `scan_many` over an Arrow-style string column given as its UTF-8 `data` buffer and its
+/// `offsets` buffer (int32 or int64, one more than the rows): returns the findings as columns
+/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at), rule coded as
+/// 0 periodic_run, 1 long_block, 2 identical_lines.
+#[pyfunction]
+#[pyo3(signature = (data, offsets, rules = None, threads = None))]
+pub fn scan_utf8_columns<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    offsets: &Bound<'py, PyAny>,
+    rules: Option<&Bound<'py, PyRules>>,
+    threads: Option<i64>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let rules = rules_arg(rules);
+    let threads = threads_arg(threads)?;
+    let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
+    let ids = tokens_arg(offsets).or_else(|_| -> PyResult<Vec<u32>> {
+        let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
+        let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
+        narrowed.map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
+    })?;
+    let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
+    if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
+        return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
+    }
+    let rows: Vec<&str> = bounds
+        .iter()
+        .map(|&(a, b)| std::str::from_utf8(&data[a..b]))
+        .collect::<Result<_, _>>()
+        .map_err(|e| PyValueError::new_err(format!("a row is not valid UTF-8: {e}")))?;
+    let found = py.detach(|| crate::scan_many(&rows, &rules, threads));
+    let mut columns: [Vec<u8>; 6] = Default::default();
+    for (row, findings) in found.iter().enumerate() {
+        for f in findings {
+            let rule = match f.rule {
+                Rule::PeriodicRun => 0,
+                Rule::LongBlock => 1,
+                Rule::IdenticalLines => 2,
+            };
+            let values = [row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64];
+            for (column, value) in columns.iter_mut().zip(values) {
+                column.extend_from_slice(&value.to_le_bytes());
+            }
+        }
+    }
+    Ok(columns.iter().map(|c| PyBytes::new(py, c)).collect())
+}

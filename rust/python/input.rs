@@ -1,0 +1,188 @@
+//! What crosses from Python: text as CPython stores it, token ids from lists and buffers, and
+//! code points back to `str`; and the lock every streaming object takes.
+
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::buffer::{Element, PyUntypedBuffer};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
+use pyo3::types::string::PyStringData;
+use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyString, PyTuple};
+
+use crate::detector::scan_stored;
+use crate::lanes::Unit;
+use crate::{Detector, Finding, Rules};
+
+/// Inputs above this many bytes are worked on with the GIL released.
+pub const DETACH_ABOVE_BYTES: usize = 64 * 1024;
+
+/// Units from Python. A `str` is borrowed as CPython stores it, one, two or four bytes per code
+/// point (lone surrogates included), so it is neither encoded nor decoded on the way in; token
+/// ids are copied from their list or buffer.
+pub enum Text<'a> {
+    Bytes(&'a [u8]),
+    Narrow(&'a [u16]),
+    Wide(&'a [u32]),
+    Ids(Vec<u32>),
+}
+
+impl Text<'_> {
+    pub fn len_bytes(&self) -> usize {
+        match self {
+            Text::Bytes(units) => size_of_val(*units),
+            Text::Narrow(units) => size_of_val(*units),
+            Text::Wide(units) => size_of_val(*units),
+            Text::Ids(units) => size_of_val(units.as_slice()),
+        }
+    }
+
+    pub fn to_units(&self) -> Vec<u32> {
+        match self {
+            Text::Bytes(units) => widened(units),
+            Text::Narrow(units) => widened(units),
+            Text::Wide(units) => units.to_vec(),
+            Text::Ids(units) => units.clone(),
+        }
+    }
+
+    /// Every finding in the units, as a new detector fed them would report.
+    pub fn scan(&self, rules: &Rules) -> Vec<Finding> {
+        match self {
+            Text::Bytes(units) => scan_stored(units, rules),
+            Text::Narrow(units) => scan_stored(units, rules),
+            Text::Wide(units) => scan_stored(units, rules),
+            Text::Ids(units) => scan_stored(units, rules),
+        }
+    }
+
+    /// Feeds the units to `detector`, with the GIL released when there are many.
+    pub fn feed(&self, py: Python<'_>, detector: &mut Detector) -> Vec<Finding> {
+        let mut found = Vec::new();
+        let mut run = || match self {
+            Text::Bytes(units) => detector.feed_stored(units, &mut found),
+            Text::Narrow(units) => detector.feed_stored(units, &mut found),
+            Text::Wide(units) => detector.feed_stored(units, &mut found),
+            Text::Ids(units) => detector.feed_stored(units, &mut found),
+        };
+        if self.len_bytes() > DETACH_ABOVE_BYTES {
+            py.detach(run);
+        } else {
+            run();
+        }
+        found
+    }
+}
+
+fn widened<S: Unit>(units: &[S]) -> Vec<u32> {
+    units.iter().map(|&unit| unit.into()).collect()
+}
+
+/// `obj` as text; `what` names the argument in the `TypeError`.
+pub fn text_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Text<'a>> {
+    let Ok(s) = obj.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!("{what} must be str, not {}", obj.get_type().name()?)));
+    };
+    // SAFETY: PyO3 reads the str's storage kind from a C bitfield laid out as on x86-64, where
+    // PyO3 tests it and where this package is built and tested. The data stays valid while
+    // `obj` is borrowed: a str is immutable.
+    Ok(match unsafe { s.data() }? {
+        PyStringData::Ucs1(units) => Text::Bytes(units),
+        PyStringData::Ucs2(units) => Text::Narrow(units),
+        PyStringData::Ucs4(units) => Text::Wide(units),
+    })
+}
+
+/// Code points back to a Python `str`, surrogates included.
+pub fn units_to_str<'py>(py: Python<'py>, units: &[u32]) -> PyResult<Bound<'py, PyString>> {
+    let chars: Option<String> = units.iter().map(|&u| char::from_u32(u)).collect();
+    if let Some(s) = chars {
+        return Ok(PyString::new(py, &s));
+    }
+    let mut bytes = Vec::with_capacity(units.len() * 3);
+    for &u in units {
+        match char::from_u32(u) {
+            Some(ch) => bytes.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes()),
+            None => bytes.extend_from_slice(&[
+                0xE0 | (u >> 12) as u8,
+                0x80 | ((u >> 6) & 0x3F) as u8,
+                0x80 | (u & 0x3F) as u8,
+            ]),
+        }
+    }
+    let decoded = PyBytes::new(py, &bytes).call_method1("decode", ("utf-8", "surrogatepass"))?;
+    Ok(decoded.cast_into::<PyString>()?)
+}
+
+/// Token ids from a list of ints or a 1-D buffer (numpy array, `array.array`) of unsigned or
+/// signed integers; each must fit in 32 bits unsigned.
+pub fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    if let Ok(list) = obj.cast::<PyList>() {
+        return list.iter().map(token_id).collect();
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return tuple.iter().map(token_id).collect();
+    }
+    if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
+        return Err(PyTypeError::new_err("tokens must be ids (a list of int or an integer array), not bytes"));
+    }
+    let Ok(buffer) = PyUntypedBuffer::get(obj) else {
+        return Err(PyTypeError::new_err(format!(
+            "tokens must be a list of int or a 1-D integer array, not {}",
+            obj.get_type().name()?
+        )));
+    };
+    if buffer.dimensions() != 1 {
+        return Err(PyValueError::new_err(format!("tokens must be 1-D, got {} dimensions", buffer.dimensions())));
+    }
+    let py = obj.py();
+    let ids = buffer_ids::<u32>(py, &buffer)
+        .or_else(|| buffer_ids::<i64>(py, &buffer))
+        .or_else(|| buffer_ids::<i32>(py, &buffer))
+        .or_else(|| buffer_ids::<u64>(py, &buffer))
+        .or_else(|| buffer_ids::<u16>(py, &buffer))
+        .or_else(|| buffer_ids::<i16>(py, &buffer))
+        .or_else(|| buffer_ids::<u8>(py, &buffer))
+        .or_else(|| buffer_ids::<i8>(py, &buffer));
+    ids.unwrap_or_else(|| {
+        Err(PyTypeError::new_err(format!(
+            "tokens must hold integers (e.g. uint32 or int64), got buffer format '{}'",
+            buffer.format().to_string_lossy()
+        )))
+    })
+}
+
+/// One item of a list or tuple of token ids.
+fn token_id(item: Bound<'_, PyAny>) -> PyResult<u32> {
+    let out_of_range = || PyValueError::new_err(format!("token ids must be in 0..2**32, got {item}"));
+    match item.extract::<i128>() {
+        Ok(value) => u32::try_from(value).map_err(|_| out_of_range()),
+        Err(_) if item.is_instance_of::<PyInt>() => Err(out_of_range()),
+        Err(error) => Err(error),
+    }
+}
+
+/// The ids of a buffer of `E`s, or `None` if it does not hold `E`s.
+fn buffer_ids<E>(py: Python<'_>, buffer: &PyUntypedBuffer) -> Option<PyResult<Vec<u32>>>
+where
+    E: Element + std::fmt::Display,
+    u32: TryFrom<E>,
+{
+    let typed = buffer.as_typed::<E>().ok()?;
+    let ids = typed.to_vec(py).and_then(|values| {
+        values
+            .into_iter()
+            .map(|v| {
+                u32::try_from(v).map_err(|_| PyValueError::new_err(format!("token ids must be in 0..2**32, got {v}")))
+            })
+            .collect()
+    });
+    Some(ids)
+}
+
+/// Locks a streaming object's state. Waiting happens with the GIL released: a thread that holds
+/// the lock may be working detached and needs the GIL back to finish. A poisoned lock (a panic,
+/// not expected) is recovered rather than failing every later call.
+pub fn lock<'a, T>(py: Python<'_>, mutex: &'a Mutex<T>) -> MutexGuard<'a, T> {
+    mutex.lock_py_attached(py).unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,49 @@
+//! The Python binding (`loopbreak._core`): the only code that uses pyo3, one file per concern.
+//!
+//! Text crosses as code points, so every offset is a Python `str` index. A `str` holding lone
+//! surrogates (which UTF-8 cannot encode) is read through `surrogatepass`: each surrogate is one
+//! unit like any other code point, and comes back unchanged in blocks and trimmed text.
+//!
+//! - `input`: text and token ids from Python, code points back, the lock of streaming objects;
+//! - `rules`: `Rules`; `findings`: `Finding` and `TokenFinding`;
+//! - `detectors`: `Detector`, `TokenDetector`, `TokenStreams`;
+//! - `batch`: `scan`, `scan_many`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`.
+
+mod batch;
+mod detectors;
+mod findings;
+mod input;
+mod rules;
+mod trim;
+
+/// The module runs without the GIL on a free-threaded Python (`gil_used = false`), because
+/// nothing it exposes relies on the GIL for safety:
+/// - every class is `frozen`: Python can never take a mutable borrow of one;
+/// - `Rules`, `Finding`, `TokenFinding`, `Removal` and `Trimmed` never change once built;
+/// - `Detector`, `TokenDetector` and `TokenStreams` keep their state in a `Mutex`, taken for
+///   the whole of each method (`input::lock`), so two threads feeding one detector are
+///   serialised as they are under the GIL; the lock is waited for with the GIL released, so a
+///   holder working detached can always finish;
+/// - functions borrow `str` data, which is immutable, and copy token ids and buffers before
+///   working on them; nothing is global but the default rules' sampling plan, a `OnceLock`.
+#[pyo3::pymodule(gil_used = false)]
+mod _core {
+    use pyo3::prelude::*;
+
+    #[pymodule_export]
+    use super::batch::{scan, scan_many, scan_utf8_columns};
+    #[pymodule_export]
+    use super::detectors::{PyDetector, PyTokenDetector, PyTokenStreams};
+    #[pymodule_export]
+    use super::findings::{PyFinding, PyTokenFinding};
+    #[pymodule_export]
+    use super::rules::PyRules;
+    #[pymodule_export]
+    use super::trim::{trim, PyRemoval, PyTrimmed};
+
+    #[pymodule_init]
+    fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
+        m.add("DEFAULT_KEEP", crate::DEFAULT_KEEP)?;
+        m.add("__version__", env!("CARGO_PKG_VERSION"))
+    }
+}

@@ -1,0 +1,171 @@
+//! `Rules`: the thresholds, validated on construction.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::input::text_arg;
+use crate::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+
+/// Thresholds of the three rules (see the `Rules` docs for each field and its default).
+#[pyclass(name = "Rules", module = "loopbreak", frozen, eq)]
+#[derive(Clone, PartialEq)]
+pub struct PyRules {
+    pub inner: Rules,
+}
+
+impl From<RulesError> for PyErr {
+    fn from(error: RulesError) -> PyErr {
+        PyValueError::new_err(error.0)
+    }
+}
+
+/// The rules an optional `rules=` argument stands for.
+pub fn rules_arg(rules: Option<&Bound<'_, PyRules>>) -> Rules {
+    rules.map_or(DEFAULT_RULES, |r| r.get().inner)
+}
+
+fn rule_value(name: &str, value: i128) -> PyResult<u32> {
+    u32::try_from(value).map_err(|_| PyValueError::new_err(format!("{name} must be an int in 0..2**32, got {value}")))
+}
+
+#[pymethods]
+impl PyRules {
+    // Python's keyword-only constructor takes one argument per rule.
+    #[allow(clippy::too_many_arguments)]
+    #[new]
+    #[pyo3(signature = (
+        *,
+        max_period = i128::from(DEFAULT_RULES.max_period),
+        max_long_period = i128::from(DEFAULT_RULES.max_long_period),
+        min_repeats = i128::from(DEFAULT_RULES.min_repeats),
+        text_span = i128::from(DEFAULT_RULES.text_span),
+        code_min_repeats = i128::from(DEFAULT_RULES.code_min_repeats),
+        code_span = i128::from(DEFAULT_RULES.code_span),
+        long_min_repeats = i128::from(DEFAULT_RULES.long_min_repeats),
+        min_span = i128::from(DEFAULT_RULES.min_span),
+        code_min_span = i128::from(DEFAULT_RULES.code_min_span),
+        single_char_min_span = i128::from(DEFAULT_RULES.single_char_min_span),
+        whitespace_min_span = i128::from(DEFAULT_RULES.whitespace_min_span),
+        min_lines = i128::from(DEFAULT_RULES.min_lines),
+        code_min_lines = i128::from(DEFAULT_RULES.code_min_lines),
+    ))]
+    fn new(
+        max_period: i128,
+        max_long_period: i128,
+        min_repeats: i128,
+        text_span: i128,
+        code_min_repeats: i128,
+        code_span: i128,
+        long_min_repeats: i128,
+        min_span: i128,
+        code_min_span: i128,
+        single_char_min_span: i128,
+        whitespace_min_span: i128,
+        min_lines: i128,
+        code_min_lines: i128,
+    ) -> PyResult<Self> {
+        let inner = Rules {
+            max_period: rule_value("max_period", max_period)?,
+            max_long_period: rule_value("max_long_period", max_long_period)?,
+            min_repeats: rule_value("min_repeats", min_repeats)?,
+            text_span: rule_value("text_span", text_span)?,
+            code_min_repeats: rule_value("code_min_repeats", code_min_repeats)?,
+            code_span: rule_value("code_span", code_span)?,
+            long_min_repeats: rule_value("long_min_repeats", long_min_repeats)?,
+            min_span: rule_value("min_span", min_span)?,
+            code_min_span: rule_value("code_min_span", code_min_span)?,
+            single_char_min_span: rule_value("single_char_min_span", single_char_min_span)?,
+            whitespace_min_span: rule_value("whitespace_min_span", whitespace_min_span)?,
+            min_lines: rule_value("min_lines", min_lines)?,
+            code_min_lines: rule_value("code_min_lines", code_min_lines)?,
+        };
+        inner.validate()?;
+        Ok(PyRules { inner })
+    }
+
+    #[getter]
+    fn max_period(&self) -> u32 {
+        self.inner.max_period
+    }
+    #[getter]
+    fn max_long_period(&self) -> u32 {
+        self.inner.max_long_period
+    }
+    #[getter]
+    fn min_repeats(&self) -> u32 {
+        self.inner.min_repeats
+    }
+    #[getter]
+    fn text_span(&self) -> u32 {
+        self.inner.text_span
+    }
+    #[getter]
+    fn code_min_repeats(&self) -> u32 {
+        self.inner.code_min_repeats
+    }
+    #[getter]
+    fn code_span(&self) -> u32 {
+        self.inner.code_span
+    }
+    #[getter]
+    fn long_min_repeats(&self) -> u32 {
+        self.inner.long_min_repeats
+    }
+    #[getter]
+    fn min_span(&self) -> u32 {
+        self.inner.min_span
+    }
+    #[getter]
+    fn code_min_span(&self) -> u32 {
+        self.inner.code_min_span
+    }
+    #[getter]
+    fn single_char_min_span(&self) -> u32 {
+        self.inner.single_char_min_span
+    }
+    #[getter]
+    fn whitespace_min_span(&self) -> u32 {
+        self.inner.whitespace_min_span
+    }
+    #[getter]
+    fn min_lines(&self) -> u32 {
+        self.inner.min_lines
+    }
+    #[getter]
+    fn code_min_lines(&self) -> u32 {
+        self.inner.code_min_lines
+    }
+
+    /// The span (units from the start of the first copy) at which `block`, repeated back
+    /// to back, becomes a finding.
+    fn required_span(&self, block: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let units = text_arg(block, "block")?.to_units();
+        if units.is_empty() {
+            return Err(PyValueError::new_err("block must not be empty"));
+        }
+        let period = u32::try_from(units.len()).map_err(|_| PyValueError::new_err("block is too long"))?;
+        Ok(self.inner.required_span(period, BlockKind::of(&units)))
+    }
+
+    /// How many identical lines in a row make `line` a finding.
+    fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let units = text_arg(line, "line")?.to_units();
+        Ok(self.inner.required_lines(BlockKind::of(&units)))
+    }
+
+    /// The rules as a dict of field name to value.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        for (name, value) in self.inner.named_values() {
+            dict.set_item(name, value)?;
+        }
+        Ok(dict)
+    }
+
+    fn __repr__(&self) -> String {
+        let fields: Vec<String> =
+            self.inner.named_values().iter().map(|(name, value)| format!("{name}={value}")).collect();
+        format!("Rules({})", fields.join(", "))
+    }
+}
