@@ -8,6 +8,7 @@
 
 mod batch;
 mod detector;
+mod extent;
 mod finding;
 mod lanes;
 mod lines;
@@ -24,7 +25,7 @@ mod python;
 pub use batch::{map_parallel, scan_many};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
-pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 

@@ -25,7 +25,7 @@ use crate::lanes::WIDE;
 use crate::lanes::{Marks, Unit, LANES};
 use crate::lines::{LineEvent, Lines};
 use crate::plan::Plan;
-use crate::rules::{KindCounts, Rules, DEFAULT_RULES, SAMPLE_UNITS};
+use crate::rules::{BlockKind, Rules, DEFAULT_RULES, PACKED_CONTEXT, SAMPLE_UNITS};
 use crate::window::{Slot, Window, PIECE};
 
 const K: u64 = SAMPLE_UNITS as u64;
@@ -325,11 +325,15 @@ impl<T: Unit> Core<T> {
             if !self.is_primitive(start, period) {
                 return false;
             }
-            let mut counts = KindCounts::default();
-            for pos in x + 1 - period..=x {
-                counts.add(self.window.at(pos));
-            }
-            let need = self.rules.required_span(period as u32, counts.kind());
+            // The first copy, and what comes before the run as far as the window holds it.
+            let oldest = (x + 1).saturating_sub(self.window.len() as u64);
+            let before = self.window.units(start.saturating_sub(PACKED_CONTEXT as u64).max(oldest), start);
+            let Some(kind) = BlockKind::of_run(&self.window.units(start, start + period), &before) else {
+                // Packed data: followed, never counted, like a claimed run.
+                self.trackers[i].claimed = true;
+                return true;
+            };
+            let need = self.rules.required_span(period as u32, kind);
             let tracker = &mut self.trackers[i];
             tracker.settled = true;
             tracker.need = need;
@@ -360,6 +364,7 @@ impl<T: Unit> Core<T> {
                     start,
                     repeats,
                     detected_at: x + 1,
+                    end: x + 1,
                 };
                 self.candidates.push(Candidate { finding, tracker: None });
             }
@@ -378,6 +383,7 @@ impl<T: Unit> Core<T> {
             start: t.start,
             repeats: copies,
             detected_at: x + 1,
+            end: x + 1,
         }
     }
 

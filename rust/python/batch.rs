@@ -54,7 +54,7 @@ pub fn scan_many(
 
 /// `scan_many` over an Arrow-style string column given as its UTF-8 `data` buffer and its
 /// `offsets` buffer (int32 or int64, one more than the rows): returns the findings as columns
-/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at), rule coded as
+/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at, end), rule coded as
 /// 0 periodic_run, 1 long_block, 2 identical_lines.
 #[pyfunction]
 #[pyo3(signature = (data, offsets, rules = None, threads = None))]
@@ -83,7 +83,7 @@ pub fn scan_utf8_columns<'py>(
         .collect::<Result<_, _>>()
         .map_err(|e| PyValueError::new_err(format!("a row is not valid UTF-8: {e}")))?;
     let found = py.detach(|| crate::scan_many(&rows, &rules, threads));
-    let mut columns: [Vec<u8>; 6] = Default::default();
+    let mut columns: [Vec<u8>; 7] = Default::default();
     for (row, findings) in found.iter().enumerate() {
         for f in findings {
             let rule = match f.rule {
@@ -91,7 +91,8 @@ pub fn scan_utf8_columns<'py>(
                 Rule::LongBlock => 1,
                 Rule::IdenticalLines => 2,
             };
-            let values = [row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64];
+            let values =
+                [row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64, f.end as i64];
             for (column, value) in columns.iter_mut().zip(values) {
                 column.extend_from_slice(&value.to_le_bytes());
             }

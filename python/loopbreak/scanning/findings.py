@@ -12,7 +12,7 @@ from loopbreak._core import Rules, Trimmed, trim
 from loopbreak._batch import RULE_NAMES, Texts, scan_columns, scan_many
 
 # The keys of one finding record, in ``Finding.to_dict`` order, plus what trimming removes.
-RECORD_KEYS = ("rule", "period", "block", "start", "repeats", "detected_at", "trim_units")
+RECORD_KEYS = ("rule", "period", "block", "start", "repeats", "detected_at", "end", "trim_units")
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ def _scan_arrow(texts: Any, rules: Optional[Rules], threads: Optional[int]) -> _
             "start": start,
             "repeats": int(columns["repeats"][i]),
             "detected_at": int(columns["detected_at"][i]),
+            "end": int(columns["end"][i]),
         }
         found.append((row, text, record))
     return found
