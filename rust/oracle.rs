@@ -107,7 +107,7 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             }
             k += 1;
         }
-        let need = rules.required_lines(BlockKind::of(content)) as usize;
+        let need = rules.required_lines(BlockKind::of(content), content.len() as u64) as usize;
         if ends.len() >= need {
             let detected_at = ends[need - 1] as u64;
             // Offline, a last line the text ends in (no newline) is one more copy if it equals
@@ -145,10 +145,7 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
 
 /// Every finding whole (as an offline scan reports it), by the rules read literally.
 pub fn scan(units: &[u32], rules: &Rules) -> Vec<Finding> {
-    emitted(units, rules)
-        .into_iter()
-        .map(|c| Finding { end: c.end, repeats: c.copies, ..c.finding })
-        .collect()
+    emitted(units, rules).into_iter().map(|c| Finding { end: c.end, repeats: c.copies, ..c.finding }).collect()
 }
 
 /// Every finding as a streaming detector reports it, when its rule first holds.

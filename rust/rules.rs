@@ -60,8 +60,10 @@ pub const DEFAULT_RULES: Rules = Rules {
     // most 0.53 of the text rule (three copies of a 75-unit line in the email tests).
     min_repeats: 20,
     // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
-    // repeats before the length limit) is found at 400; 10 copies of a 40-unit sentence count.
-    text_span: 400,
+    // repeats before the length limit) is found at 480, the tightest d21 (16.1 copies of 31
+    // units, 16 needed). Benign text holds 13.6 copies of a 33-unit sentence (a mock response in
+    // litellm's main.py, 450 units: load 0.91).
+    text_span: 480,
     // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array of
     // ray's speedscope), and a real loop of the development set 164 (` -1.000000`, d09): 120
     // leaves 1.22x either way. Short code blocks need this many; longer ones `code_span`.
@@ -73,10 +75,10 @@ pub const DEFAULT_RULES: Rules = Rules {
     min_span: 64,
     // Data is full of short code blocks: 52 `, 0` in a JSON histogram, rows of `,0` pixels.
     code_min_span: 512,
-    // A docstring of langgraph_sdk holds a 564-dash rule; tests hold 200-unit runs of one letter
-    // or digit. 1,024 leaves 1.82x; the one-char loop of the development set (d26, `|   `)
-    // spans 2,999 units.
-    single_char_min_span: 1024,
+    // A tokenizer's vocabulary holds a token of 1,024 `Ġ` (byte-level BPE's space), a docstring
+    // of langgraph_sdk a 564-dash rule, tests 200-unit runs of one letter or digit: 2,048 leaves
+    // 2x. The one loop of such a block in the development set (d26, `|   `) spans 2,999 units.
+    single_char_min_span: 2048,
     // Benign whitespace runs stop at 88 units (load 0.04); a whitespace loop is cheap to wait for.
     whitespace_min_span: 2048,
     // Generated data holds table rows and one short item per indented line for long: idna's
@@ -86,11 +88,11 @@ pub const DEFAULT_RULES: Rules = Rules {
     table_span: 4096,
     // From the incident report; benign lines of words never come close.
     min_lines: 25,
-    // Benign data repeats short code lines a lot: 151 `    None,` lines in idna's uts46data.py,
-    // 32 `'\ufffe'` lines in encodings/iso8859_8.py, 26 indented `text/plain` lines in
-    // test_email.py. 200 leaves 1.32x; the code-line loops of the development set (d30, d32,
-    // d36: 73 to 100 lines) are found as periodic runs first.
-    code_min_lines: 200,
+    // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
+    // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
+    // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
+    // uts46data.py need 200 (load 0.76).
+    code_min_lines: 100,
 };
 
 impl Default for Rules {
@@ -263,6 +265,10 @@ pub struct KindCounts {
     hex_marks: u64,
     /// Lowercase letters (ASCII, or `char::is_lowercase`).
     lowercase: u64,
+    /// ASCII capitals, ASCII digits, and ASCII letters and digits together.
+    capitals: u64,
+    digits: u64,
+    alphanumerics: u64,
     first_visible: u32,
     /// Some visible unit differs from the first (meaningless while `visible == 0`).
     mixed_visible: bool,
@@ -306,9 +312,9 @@ impl KindCounts {
         // One branch-free pass in byte lanes, a block at a time so that byte counters cannot
         // overflow: whitespace, letters, visible units unlike the first, hex letters, hex marks
         // and lowercase letters.
-        let mut totals = [0u64; 6];
+        let mut totals = [0u64; 8];
         for block in units.chunks(usize::from(u8::MAX)) {
-            let counts = block.iter().fold([0u8; 6], |[w, l, d, h, m, c], &unit| {
+            let counts = block.iter().fold([0u8; 8], |[w, l, d, h, m, c, u, n], &unit| {
                 let unit = byte(unit);
                 let space = is_ascii_space(unit);
                 let letter = is_ascii_letter(unit);
@@ -319,13 +325,18 @@ impl KindCounts {
                     h + u8::from(letter & is_hex_letter(unit)),
                     m + u8::from(is_hex_mark(unit)),
                     c + u8::from(unit.wrapping_sub(b'a') < 26),
+                    u + u8::from(unit.wrapping_sub(b'A') < 26),
+                    n + u8::from(unit.wrapping_sub(b'0') < 10),
                 ]
             });
             for (total, count) in totals.iter_mut().zip(counts) {
                 *total += u64::from(count);
             }
         }
-        let [whitespace, letters, unlike, hex_letters, hex_marks, lowercase] = totals;
+        let [whitespace, letters, unlike, hex_letters, hex_marks, lowercase, capitals, digits] = totals;
+        self.capitals += capitals;
+        self.digits += digits;
+        self.alphanumerics += letters + digits;
         self.mixed_visible |= unlike > 0;
         self.whitespace += whitespace;
         self.visible += units.len() as u64 - whitespace;
@@ -344,6 +355,9 @@ impl KindCounts {
             self.hex_letters += u64::from(letter && is_hex_letter(byte));
             self.hex_marks += u64::from(is_hex_mark(byte));
             self.lowercase += u64::from(byte.wrapping_sub(b'a') < 26);
+            self.capitals += u64::from(byte.wrapping_sub(b'A') < 26);
+            self.digits += u64::from(byte.wrapping_sub(b'0') < 10);
+            self.alphanumerics += u64::from(byte.is_ascii_alphanumeric());
         } else if letter {
             self.lowercase += u64::from(char::from_u32(unit).is_some_and(char::is_lowercase));
         }
@@ -361,11 +375,15 @@ impl KindCounts {
 
     /// Letters that read as words: none in a hex block (every letter a hex digit or `x`, with a
     /// digit or an `x`: `0xffffffff, `, `\\xaa`), none in a block of one or two capitals with no
-    /// whitespace (a code in a data table, `MV`), all of them otherwise.
+    /// whitespace (a code in a data table, `MV`), none in a block of ASCII letters and digits
+    /// alone that mixes capitals with small letters or letters with digits (an identifier or
+    /// base64, `LS0t`, `Kioq`: words are set apart by spaces or punctuation), all otherwise.
     fn word_letters(&self) -> u64 {
         let hex = self.letters == self.hex_letters && self.hex_marks > 0;
         let capitals_code = self.visible <= 2 && self.whitespace == 0 && self.lowercase == 0;
-        if hex || capitals_code {
+        let mixed = (self.capitals > 0 && self.lowercase > 0) || (self.digits > 0 && self.letters > 0);
+        let encoded = self.whitespace == 0 && self.alphanumerics == self.visible && mixed;
+        if hex || capitals_code || encoded {
             0
         } else {
             self.letters
@@ -507,11 +525,14 @@ impl Rules {
             .unwrap_or(u64::MAX)
     }
 
-    /// Identical lines needed for a line of this kind (table lines count as code).
-    pub fn required_lines(&self, kind: BlockKind) -> u32 {
+    /// Identical lines needed for a line of `len` units (without newline and trailing
+    /// whitespace) of this kind. A line of words needs `min_lines`; any other needs
+    /// `code_min_lines`, and a short one enough lines to cover `code_span` units with their
+    /// newlines, like a short block of code (`    None,` 200 times).
+    pub fn required_lines(&self, kind: BlockKind, len: u64) -> u64 {
         match kind {
-            BlockKind::Text => self.min_lines,
-            _ => self.code_min_lines,
+            BlockKind::Text => u64::from(self.min_lines),
+            _ => u64::from(self.code_min_lines).max(u64::from(self.code_span).div_ceil(len + 1)),
         }
     }
 }
@@ -572,12 +593,12 @@ mod tests {
     fn short_blocks_need_many_repeats_long_blocks_few() {
         let r = DEFAULT_RULES;
         assert_eq!(r.required_repeats(10, BlockKind::Text), 20);
-        assert_eq!(r.required_repeats(40, BlockKind::Text), 10);
+        assert_eq!(r.required_repeats(40, BlockKind::Text), 12);
         assert_eq!(r.required_repeats(600, BlockKind::Text), 4);
         assert_eq!(r.required_repeats(13, BlockKind::Code), 120);
         assert_eq!(r.required_repeats(40, BlockKind::Code), 50);
         assert_eq!(r.required_repeats(4000, BlockKind::Code), 4);
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), 1024);
+        assert_eq!(r.required_span(1, BlockKind::SingleChar), 2048);
         assert_eq!(r.required_span(2, BlockKind::Text), 64);
     }
 

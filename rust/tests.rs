@@ -293,7 +293,7 @@ fn long_blocks_and_lines() {
 #[test]
 fn one_letter_fifty_thousand_times() {
     let f = first(&"a".repeat(50_000));
-    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 1024));
+    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 2048));
 }
 
 #[test]
@@ -359,18 +359,18 @@ fn token_ids_at_the_top_of_the_range() {
 
 #[test]
 fn units_that_differ_only_in_their_high_bits_differ() {
-    // Narrow storage would read 0x1_0041 or 0x141 as 'A' and see one run of 1,101 'A's (a
-    // finding at 1,024).
+    // Narrow storage would read 0x1_0041 or 0x141 as 'A' and see one run of 2,401 'A's (a
+    // finding at 2,048).
     for odd_one in [0x141, 0x1_0041] {
-        let mut units = vec![0x41; 550];
+        let mut units = vec![0x41; 1200];
         units.push(odd_one);
-        units.extend([0x41; 550]);
+        units.extend([0x41; 1200]);
         assert_eq!(scan_units(&units, &DEFAULT_RULES), vec![], "{odd_one:#x}");
     }
-    let mut units = vec![0x41; 300];
+    let mut units = vec![0x41; 1200];
     units.push(0x1_0041);
-    units.extend([0x41; 300]);
-    units.extend([0x41; 600]);
+    units.extend([0x41; 1200]);
+    units.extend([0x41; 1200]);
     assert_eq!(scan_units(&units, &DEFAULT_RULES), oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(scan_units(&units, &DEFAULT_RULES).len(), 1);
 }

@@ -2,8 +2,8 @@
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
 use crate::detector::scan_units;
-use crate::finding::{Finding, Rule};
 use crate::extent::{extent, lines_from};
+use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 
 /// One region that trimming shortened.

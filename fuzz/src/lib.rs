@@ -409,7 +409,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 let room = (window - 1).saturating_sub(last.len() - trim_trailing_ws(last).len());
                 let shown = &content[content.len() - content.len().min(room)..];
                 assert_eq!(f.block, shown, "block is not the line (or its tail): {}", ctx());
-                let need = u64::from(rules.required_lines(BlockKind::of(content)));
+                let need = rules.required_lines(BlockKind::of(content), content.len() as u64);
                 assert_eq!((f.repeats, copies), (need, need), "not where the rule first holds: {}", ctx());
                 // The streak starts here: the previous non-blank line (if any) differs.
                 if start > 0 {
@@ -696,7 +696,7 @@ pub fn check_rules(data: &[u8]) {
             let span = rules.required_span(p, kind);
             assert!(span >= u64::from(p) * 2 && span >= 32, "span {span} for period {p} {kind:?}: {rules:?}");
             let _ = rules.least_required_span(p);
-            let _ = rules.required_lines(kind);
+            let _ = rules.required_lines(kind, u64::from(p));
         }
     }
     let text = below(&mut u, 2) == 0;

@@ -19,7 +19,7 @@ class Rules:
     depend on what the block is made of:
 
     - only whitespace: span >= ``whitespace_min_span`` (2048);
-    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (1024);
+    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (2048);
     - a table row: at least as much whitespace as visible chars (indented data, one short item
       per line), or at most 11 distinct chars, fewer than one per 6 units (``/.notdef `` eight
       times on a line, a minified array): repeats >= clamp(ceil(``table_span`` / period),
@@ -32,15 +32,19 @@ class Rules:
 
     Letters that are not words do not count as letters: in a hex block (every letter a hex
     digit or ``x``, with a digit or an ``x``: ``0xffffffff, ``) and in a block of one or two
-    capitals (``MV``, a code in a data table). A run of words right after ``[`` or ``(`` is a
+    capitals (``MV``, a code in a data table), nor in a block of ASCII letters and digits alone
+    that mixes capitals with small letters or letters with digits (an identifier or base64:
+    ``LS0t``, ``Kioq``). A run of words right after ``[`` or ``(`` is a
     list of items (``tuple[int, int, ...]``) and counts as code. A run of a
     block of base64 chars (and ``,`` ``;``) after 64 such chars is part of a payload (a data URI,
     a source map) and is never a finding.
 
     Every block needs at least ``long_min_repeats`` copies. Blocks up to ``max_period`` units are
     reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
-    ``min_lines`` (lines of words) or ``code_min_lines`` (other lines) identical non-empty lines
-    in a row, blank lines between them allowed, are reported as ``identical_lines``.
+    ``min_lines`` (lines of words) or ``code_min_lines`` (other lines; a short one needs enough
+    lines to cover ``code_span`` units with their newlines: ``    None,`` 200 times) identical
+    non-empty lines in a row, blank lines between them allowed, are reported as
+    ``identical_lines``.
 
     Raises ``ValueError`` for values that cannot work together, ``TypeError`` for non-ints.
     """
@@ -51,17 +55,17 @@ class Rules:
         max_period: int = 150,
         max_long_period: int = 3840,
         min_repeats: int = 20,
-        text_span: int = 400,
+        text_span: int = 480,
         code_min_repeats: int = 120,
         code_span: int = 2000,
         long_min_repeats: int = 4,
         min_span: int = 64,
         code_min_span: int = 512,
-        single_char_min_span: int = 1024,
+        single_char_min_span: int = 2048,
         whitespace_min_span: int = 2048,
         table_span: int = 4096,
         min_lines: int = 25,
-        code_min_lines: int = 200,
+        code_min_lines: int = 100,
     ) -> None: ...
     @property
     def max_period(self) -> int: ...
@@ -95,7 +99,8 @@ class Rules:
         """The span (units from the start of the first copy) at which ``block``, repeated back to
         back at the start of a text, becomes a finding. Raises ``ValueError`` for an empty block."""
     def required_lines(self, line: str) -> int:
-        """How many identical lines in a row make ``line`` (without its newline) a finding."""
+        """How many identical lines in a row make ``line`` (without its newline; trailing
+        whitespace does not count) a finding."""
     def to_dict(self) -> dict[str, int]:
         """The rules as a dict of field name to value."""
 

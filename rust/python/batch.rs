@@ -91,8 +91,15 @@ pub fn scan_utf8_columns<'py>(
                 Rule::LongBlock => 1,
                 Rule::IdenticalLines => 2,
             };
-            let values =
-                [row as i64, rule, f.period as i64, f.start as i64, f.repeats as i64, f.detected_at as i64, f.end as i64];
+            let values = [
+                row as i64,
+                rule,
+                f.period as i64,
+                f.start as i64,
+                f.repeats as i64,
+                f.detected_at as i64,
+                f.end as i64,
+            ];
             for (column, value) in columns.iter_mut().zip(values) {
                 column.extend_from_slice(&value.to_le_bytes());
             }

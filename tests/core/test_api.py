@@ -11,11 +11,10 @@ import json
 import random
 from typing import Any
 
-import pytest
-from support.oracle import block_kind, first_held, required_span
-
 import loopbreak
+import pytest
 from loopbreak import DEFAULT_KEEP, Detector, Finding, Rules, scan, trim
+from support.oracle import block_kind, first_held, required_span
 
 FIELDS = [
     "max_period",
@@ -327,7 +326,7 @@ def test_lone_surrogates_do_not_crash_and_offsets_index_the_str() -> None:
 @pytest.mark.parametrize("block", ["\ud800", "\ud800x", "\udfff\ud800"])
 def test_trim_marker_names_a_block_of_lone_surrogates(block: str) -> None:
     """The marker must name the block; a block of lone surrogates must not come out as ``""``."""
-    text = "intro " + block * 600 + " outro"
+    text = "intro " + block * 2100 + " outro"
     t = trim(text)
     r = only_removal(t)
     marker = t.text[r.start : len(t.text) - (len(text) - r.end)]
@@ -425,7 +424,8 @@ def test_the_incident_block_is_found_early_and_trimmed() -> None:
         ("czapki, ", 100),
         ("it ", 400),
         ("Other; ", 170),
-        ("b ", 300),
+        # One visible char needs single_char_min_span (2,048 units).
+        ("b ", 1100),
         ("ny", 32),
         ("Wait, line52 is the only data row here. ", 20),
         ("and then the model said that it would stop, ", 12),

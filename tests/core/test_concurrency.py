@@ -18,10 +18,8 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
-
-from support.oracle import first_held
-
 from loopbreak import Detector, TokenDetector, TokenStreams, scan, scan_many, trim
+from support.oracle import first_held
 
 THREADS = 8
 BIG = 70_000  # units: above the 64 KiB at which a feed releases the GIL

@@ -10,11 +10,13 @@ of making the equality properties vacuous.
 from __future__ import annotations
 
 import dataclasses
-
 import re
+
+import loopbreak
 import pytest
 from hypothesis import HealthCheck, Phase, event, find, given, settings
 from hypothesis import strategies as st
+from loopbreak import Detector, Rules, scan, trim
 from support.oracle import (
     Candidate,
     OracleFinding,
@@ -26,9 +28,6 @@ from support.oracle import (
     plain,
     rstrip_whitespace,
 )
-
-import loopbreak
-from loopbreak import Detector, Rules, scan, trim
 
 SMALL = Rules(
     max_period=8,

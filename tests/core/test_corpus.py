@@ -7,9 +7,8 @@ import ast
 import json
 from pathlib import Path
 
-import pytest
-
 import loopbreak
+import pytest
 from support import benign
 
 # ../shared/corpus beside the repository (or beside the folder of worktrees it is in).
@@ -178,7 +177,7 @@ BENIGN_EXCERPTS = {
         '    b"' + "M" * 41 + "MV" * 11 + '"\n    b"' + "MV" * 32 + '"\n    b"' + "VX" * 32 + '"\n',
         "MV" * 300,
     ),
-    "line of one capital": ('    b"' + "M" * 64 + '"\n' * 1 + ('    b"' + "M" * 64 + '"\n') * 8, "M" * 1100),
+    "line of one capital": ('    b"' + "M" * 64 + '"\n' * 1 + ('    b"' + "M" * 64 + '"\n') * 8, "M" * 2100),
     "identical indented items": ("uts46_replacements = (\n" + "    None,\n" * 151 + ")\n", "    None,\n" * 260),
     "lists of the alphabet": ("greek_and_latin = (\n" + ALPHABET * 13 + ")\n", ALPHABET * 20),
     # vim's print/ebcdic-uk.ps: an encoding vector.

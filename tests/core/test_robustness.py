@@ -18,10 +18,8 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 import pytest
-
-from support.oracle import first_held
-
 from loopbreak import Detector, Rules, TokenDetector, TokenStreams, scan, scan_many, trim
+from support.oracle import first_held
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MB = 1 << 20
@@ -265,7 +263,8 @@ def test_one_million_identical_lines() -> None:
 def test_identical_long_lines_beyond_the_periodic_rules() -> None:
     line = random_text(5000, seed=5, alphabet=b"abcdefghij   ") + "z"
     [finding] = scan((line + "\n") * 30)
-    assert (finding.rule, finding.period, finding.block, finding.repeats) == ("identical_lines", 5001, line, Rules().required_lines(line))
+    assert (finding.rule, finding.period, finding.block, finding.repeats) == ("identical_lines", 5001, line, 30)
+    assert finding.detected_at == Rules().required_lines(line) * 5002
 
 
 def test_extremely_long_periods() -> None:
@@ -274,7 +273,8 @@ def test_extremely_long_periods() -> None:
     longest, repeats = Rules().max_long_period, Rules().long_min_repeats
     block = random_text(longest, seed=6, alphabet=b"abcdefghijklmnopqrstuvwxyz ")
     [finding] = scan(block * (repeats + 1))
-    assert (finding.rule, finding.period, finding.start, finding.repeats) == ("long_block", longest, 0, repeats)
+    assert (finding.rule, finding.period, finding.start, finding.repeats) == ("long_block", longest, 0, repeats + 1)
+    assert finding.detected_at == repeats * longest
     assert scan((block + "!") * (repeats + 1)) == []
     rules = Rules(max_long_period=65536)
     huge = random_text(65536, seed=7, alphabet=b"abcdefghijklmnopqrstuvwxyz ")

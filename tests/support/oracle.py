@@ -92,7 +92,13 @@ def block_kind(block: str) -> BlockKind:
     letters = [ch for ch in visible if is_letter(ch)]
     hex_block = all(ch in HEX_LETTERS for ch in letters) and any(ch in HEX_MARKS for ch in visible)
     capitals = len(visible) <= 2 and whitespace == 0 and not any(is_lowercase(ch) for ch in visible)
-    word_letters = 0 if hex_block or capitals else len(letters)
+    ascii_letters = [ch for ch in visible if ch.isascii() and ch.isalpha()]
+    ascii_digits = [ch for ch in visible if ch in "0123456789"]
+    mixed = (any(ch.isupper() for ch in ascii_letters) and any(ch.islower() for ch in ascii_letters)) or (
+        bool(ascii_digits) and bool(letters)
+    )
+    encoded = whitespace == 0 and len(ascii_letters) + len(ascii_digits) == len(visible) and mixed
+    word_letters = 0 if hex_block or capitals or encoded else len(letters)
     if 4 * word_letters >= 3 * len(visible) and 2 * whitespace <= len(visible):
         return "text"
     return "code"
@@ -141,8 +147,12 @@ def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
     return max(required_repeats(rules, period, kind) * period, floor)
 
 
-def required_lines(rules: loopbreak.Rules, kind: BlockKind) -> int:
-    return rules.min_lines if kind == "text" else rules.code_min_lines
+def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
+    """A line of words needs ``min_lines``; any other ``code_min_lines``, and a short one enough
+    lines to cover ``code_span`` units with their newlines."""
+    if kind == "text":
+        return rules.min_lines
+    return max(rules.code_min_lines, ceil_div(rules.code_span, length + 1))
 
 
 def is_primitive(block: str) -> bool:
@@ -281,7 +291,7 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             k += 1
         streak = nonblank[i : k + 1]
         content = streak[0][1]
-        need = required_lines(rules, block_kind(content))
+        need = required_lines(rules, block_kind(content), len(content))
         if len(streak) >= need:
             first = streak[0][0]
             ends = tuple(line[2] for line in streak[need - 1 :])
