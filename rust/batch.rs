@@ -1,6 +1,9 @@
 //! Scanning many texts at once on all cores (or a given number of threads).
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use rayon::prelude::*;
+use rayon::{ThreadPool, ThreadPoolBuilder};
 
 use crate::detector::scan_str;
 use crate::finding::Finding;
@@ -22,12 +25,27 @@ pub fn map_parallel<T: Sync>(
     let run = || items.par_iter().map(&scan).collect();
     match threads {
         None => run(),
-        Some(n) => match rayon::ThreadPoolBuilder::new().num_threads(n.min(cores())).build() {
-            Ok(pool) => pool.install(run),
+        Some(n) => match pool(n.min(cores())) {
+            Some(pool) => pool.install(run),
             // A pool that cannot start (no threads left) still gets the work done, serially.
-            Err(_) => items.iter().map(&scan).collect(),
+            None => items.iter().map(&scan).collect(),
         },
     }
+}
+
+/// The pool of `n` threads, started on first use and kept for every later call with as many
+/// (a server passing `threads` on every batch would otherwise start `n` threads per batch). At
+/// most one pool per count up to the number of cores is ever kept.
+fn pool(n: usize) -> Option<Arc<ThreadPool>> {
+    static POOLS: Mutex<Vec<(usize, Arc<ThreadPool>)>> = Mutex::new(Vec::new());
+    // A panic while the list was held left it whole: nothing is half-pushed.
+    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, pool)) = pools.iter().find(|(threads, _)| *threads == n) {
+        return Some(Arc::clone(pool));
+    }
+    let pool = Arc::new(ThreadPoolBuilder::new().num_threads(n).build().ok()?);
+    pools.push((n, Arc::clone(&pool)));
+    Some(pool)
 }
 
 fn cores() -> usize {
@@ -36,6 +54,10 @@ fn cores() -> usize {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    use std::thread::ThreadId;
+
     use super::*;
     use crate::DEFAULT_RULES;
 
@@ -47,6 +69,28 @@ mod tests {
         assert!(expected.iter().any(|f| !f.is_empty()) && expected.iter().any(Vec::is_empty));
         for threads in [None, Some(1), Some(2)] {
             assert_eq!(scan_many(&texts, &DEFAULT_RULES, threads), expected);
+        }
+    }
+
+    /// A call with `threads` runs on a pool of threads kept for the next call with as many:
+    /// repeated calls start no new threads.
+    #[test]
+    fn calls_with_the_same_threads_reuse_their_threads() {
+        let items: Vec<u32> = (0..64).collect();
+        for threads in [1, 2] {
+            let seen: Mutex<HashSet<ThreadId>> = Mutex::default();
+            for _ in 0..5 {
+                map_parallel(
+                    &items,
+                    |_| {
+                        seen.lock().unwrap().insert(std::thread::current().id());
+                        Vec::new()
+                    },
+                    Some(threads),
+                );
+            }
+            let seen = seen.into_inner().unwrap();
+            assert!(seen.len() <= threads.min(cores()), "{} threads ran 5 calls with threads={threads}", seen.len());
         }
     }
 }

@@ -46,7 +46,7 @@ macro_rules! with_core {
 }
 
 impl Detector {
-    /// A detector with the given rules (which must have passed [`Rules::validate`]).
+    /// A detector with the given rules.
     pub fn new(rules: Rules) -> Detector {
         Detector { core: Storage::Bytes(Core::new(rules)), beyond: [0; 2] }
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-/// Which rule found the repetition.
+/// Which rule found the repetition. The order is the rules' code order ([`Rule::code`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Rule {
     /// A block of at most `max_period` units repeated back to back.
@@ -14,7 +14,16 @@ pub enum Rule {
 }
 
 impl Rule {
-    pub fn name(self) -> &'static str {
+    /// Every rule, in code order: `Rule::ALL[rule.code()] == rule`.
+    pub const ALL: [Rule; 3] = [Rule::PeriodicRun, Rule::LongBlock, Rule::IdenticalLines];
+
+    /// The rule's number in columnar output (Arrow, Parquet): its place in [`Rule::ALL`].
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The rule's name, as Python and every output spell it.
+    pub const fn name(self) -> &'static str {
         match self {
             Rule::PeriodicRun => "periodic_run",
             Rule::LongBlock => "long_block",
@@ -64,5 +73,19 @@ impl Finding {
             Rule::IdenticalLines => self.start,
             Rule::PeriodicRun | Rule::LongBlock => self.start + self.period,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rule;
+
+    #[test]
+    fn codes_are_places_in_all() {
+        for (code, rule) in Rule::ALL.into_iter().enumerate() {
+            assert_eq!(usize::from(rule.code()), code, "{rule}");
+        }
+        let names: Vec<&str> = Rule::ALL.iter().map(|rule| rule.name()).collect();
+        assert_eq!(names, ["periodic_run", "long_block", "identical_lines"]);
     }
 }

@@ -25,12 +25,14 @@ mod python;
 pub use batch::{map_parallel, scan_many};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
-pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT};
+pub use rules::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 
 #[cfg(any(test, feature = "oracle"))]
 #[doc(hidden)]
 pub mod oracle;
+#[doc(hidden)]
+pub use rules::SMALL_RULES;
 #[cfg(test)]
 mod tests;

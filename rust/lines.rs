@@ -1,15 +1,60 @@
 //! The identical-lines rule, one line end at a time. Units between line ends cost nothing here:
 //! at a newline the line's content (trailing whitespace dropped) is read back from the window and
 //! compared with the streak's line. A line whose start would leave the window before its end
-//! arrives is folded into a 64-bit hash as it leaves, and so is a streak line about to leave; two
+//! arrives is folded into a keyed hash as it leaves, and so is a streak line about to leave; two
 //! lines are then compared on hash and length. Equality is exact while both lines are held.
+//!
+//! The hash is keyed, so that output cannot be crafted to make two different lines look the
+//! same (an unkeyed hash let a birthday search over ~2^16 ids force a false `identical_lines`
+//! stop). A line's units `u` are split into four lanes by position, and lane `l` is the
+//! polynomial of its `u + 1` evaluated at a point `k_l`, modulo the prime 2^61 - 1; the hash is
+//! the sum of the lanes. The points are drawn at random once per process ([`line_key`]) and never
+//! leave it, so every detector and clone hashes alike (findings stay independent of chunking).
+//!
+//! What remains probabilistic: two different lines of `n` units (of equal length, as only those
+//! are compared) differ as polynomials of degree below `n / 4`, so they share a hash for fewer
+//! than `n / 4` of the 2^60 values each point is drawn from: whatever the text, a pair is taken
+//! for equal with probability below `n / 2^62` (under 2^-42 for lines of a million units), and
+//! choosing a pair that collides needs the key.
+
+use std::hash::BuildHasher;
+use std::sync::OnceLock;
 
 use crate::lanes::Unit;
 use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
 use crate::window::Window;
 
-/// Odd multiplier of the line hash (from splitmix64).
-const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+/// The prime modulus of the line hash.
+const P: u64 = (1 << 61) - 1;
+
+/// Lanes of the line hash: independent chains of multiplies, so that a long line folds at the
+/// multiplier's throughput rather than its latency.
+const LINE_LANES: usize = 4;
+
+/// The point each lane's polynomial is evaluated at: drawn once per process from std's
+/// `RandomState` (seeded from the operating system), in `2..2^60` (below `P / 2`, so that one
+/// folding step per unit keeps a lane below 2^64).
+fn line_key() -> &'static [u64; LINE_LANES] {
+    static KEY: OnceLock<[u64; LINE_LANES]> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let random = std::collections::hash_map::RandomState::new();
+        std::array::from_fn(|lane| 2 + random.hash_one(lane) % ((1 << 60) - 2))
+    })
+}
+
+/// `x` modulo `P`, up to multiples of `P`: `x & P` plus `x >> 61`, as `2^61 = 1` modulo `P`.
+#[inline(always)]
+fn reduce(x: u128) -> u64 {
+    (x as u64 & P) + (x >> 61) as u64
+}
+
+/// One unit into a lane: `lane * k + unit + 1`, modulo `P` up to multiples of it. A lane below
+/// 2^64 times a point below 2^60 is below 2^124, which reduces to below 2^61 + 2^63, and adding
+/// a unit keeps it below 2^64.
+#[inline(always)]
+fn fold(lane: u64, k: u64, unit: u32) -> u64 {
+    reduce(u128::from(lane) * u128::from(k)) + u64::from(unit) + 1
+}
 
 /// What the end of a line did to the streak of identical lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,9 +71,8 @@ pub enum LineEvent {
 /// trailing whitespace drops out without being kept aside.
 #[derive(Clone, Copy, Debug, Default)]
 struct Folded {
-    /// Unit `i` of the line is folded into lane `i % 4`: four independent multiply chains, so
-    /// a long line folds at the multiplier's throughput rather than its latency.
-    lanes: [u64; 4],
+    /// Unit `i` of the line is folded into lane `i % LINE_LANES`.
+    lanes: [u64; LINE_LANES],
     len: u64,
     content_hash: u64,
     content_len: u64,
@@ -60,28 +104,36 @@ impl Folded {
     }
 
     fn hash_units<T: Unit>(&mut self, units: &[T]) {
-        let fold = |lane: u64, unit: T| (lane ^ (u64::from(unit.into()) + 1)).wrapping_mul(MIX);
+        let key = line_key();
         let mut lanes = self.lanes;
-        // Up to the next multiple of four units, then four at a time from lane 0.
-        let (head, rest) = units.split_at(((4 - self.len % 4) % 4).min(units.len() as u64) as usize);
+        // Up to the next multiple of LINE_LANES units, then LINE_LANES at a time from lane 0.
+        let lanes_n = LINE_LANES as u64;
+        let (head, rest) = units.split_at(((lanes_n - self.len % lanes_n) % lanes_n).min(units.len() as u64) as usize);
         for (i, &unit) in head.iter().enumerate() {
-            let lane = (self.len as usize + i) % 4;
-            lanes[lane] = fold(lanes[lane], unit);
+            let lane = (self.len as usize + i) % LINE_LANES;
+            lanes[lane] = fold(lanes[lane], key[lane], unit.into());
         }
-        let mut quads = rest.chunks_exact(4);
+        let mut quads = rest.chunks_exact(LINE_LANES);
         for quad in quads.by_ref() {
-            lanes = std::array::from_fn(|lane| fold(lanes[lane], quad[lane]));
+            lanes = std::array::from_fn(|lane| fold(lanes[lane], key[lane], quad[lane].into()));
         }
         for (lane, &unit) in quads.remainder().iter().enumerate() {
-            lanes[lane] = fold(lanes[lane], unit);
+            lanes[lane] = fold(lanes[lane], key[lane], unit.into());
         }
         self.lanes = lanes;
         self.len += units.len() as u64;
     }
 
-    /// The hash of the units folded so far.
+    /// The hash of the units folded so far: the sum of the lanes modulo `P`, in `0..P`.
     fn hash(&self) -> u64 {
-        self.lanes.iter().fold(self.len, |hash, &lane| (hash ^ lane).wrapping_mul(MIX))
+        let sum: u128 = self.lanes.iter().map(|&lane| u128::from(lane)).sum();
+        // Below 2^66, so it reduces to below 2^61 + 8: one subtraction of `P` is left.
+        let below = reduce(sum);
+        if below >= P {
+            below - P
+        } else {
+            below
+        }
     }
 }
 

@@ -10,9 +10,10 @@ use std::fmt;
 
 use crate::lanes::Unit;
 
-/// Thresholds of the three rules. Lengths are in units (code points or token ids).
+/// Rule values as given, not yet checked: [`Rules::new`] checks that they work together and
+/// makes the [`Rules`] a detector takes. Lengths are in units (code points or token ids).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rules {
+pub struct RuleValues {
     /// Blocks up to this length are reported as `periodic_run`, longer ones as `long_block`.
     pub max_period: u32,
     /// The longest block the detector looks for. Memory per stream grows with it.
@@ -45,54 +46,107 @@ pub struct Rules {
     pub code_min_lines: u32,
 }
 
+/// Thresholds of the three rules, checked to work together. Made only by [`Rules::new`] (and
+/// [`DEFAULT_RULES`]), so a detector never holds values it cannot work with (a window of 2^40
+/// units, a span whose products overflow); read its values as fields (`rules.min_lines`).
+///
+/// ```
+/// use loopbreak::{RuleValues, Rules, DEFAULT_RULES};
+/// let rules = Rules::new(RuleValues { min_lines: 40, ..*DEFAULT_RULES }).unwrap();
+/// assert_eq!(rules.min_lines, 40);
+/// assert!(Rules::new(RuleValues { max_long_period: 1 << 20, ..*DEFAULT_RULES }).is_err());
+/// ```
+///
+/// ```compile_fail
+/// // A 2^40-unit window: refused at compile time, as no field can be set directly.
+/// let rules = loopbreak::Rules { max_long_period: 1 << 20, min_repeats: 1 << 20, ..loopbreak::DEFAULT_RULES };
+/// let detector = loopbreak::Detector::new(rules);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    values: RuleValues,
+}
+
+impl std::ops::Deref for Rules {
+    type Target = RuleValues;
+
+    fn deref(&self) -> &RuleValues {
+        &self.values
+    }
+}
+
 /// The defaults, measured with `python benches/tune.py` on the running Python's standard
 /// library (1,918 text files, 32 M chars: must give no finding) and on the loops in
 /// `../shared/corpus/` (must be found). The tool prints each kind's *load*: the strongest benign
 /// repetition as a fraction of what the defaults require (margin = 1 / load).
 pub const DEFAULT_RULES: Rules = Rules {
-    // From the incident report; only names the rule (short blocks and long ones share one formula).
-    max_period: 150,
-    // A repeated 92-line code block (llama.cpp#26039) is ~3,500 units. The window holds four
-    // copies of the longest block: 3,840 keeps a stream's state within 64 KiB even at 32-bit
-    // storage (token ids from 65,536), where 4,096 needed 66 KiB.
-    max_long_period: 3840,
-    // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for. Benign words reach at
-    // most 0.53 of the text rule (three copies of a 75-unit line in the email tests).
-    min_repeats: 20,
-    // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
-    // repeats before the length limit) is found at 480, the tightest d21 (16.1 copies of 31
-    // units, 16 needed). Benign text holds 13.6 copies of a 33-unit sentence (a mock response in
-    // litellm's main.py, 450 units: load 0.91).
-    text_span: 480,
-    // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array of
-    // ray's speedscope), and a real loop of the development set 164 (` -1.000000`, d09): 120
-    // leaves 1.22x either way. Short code blocks need this many; longer ones `code_span`.
-    code_min_repeats: 120,
-    code_span: 2000,
-    // Three copies of a 214-unit block occur in test_sys_settrace.py; a fourth never does.
-    long_min_repeats: 4,
-    // `ny` x32 (gemini-cli#5813) is 64 units.
-    min_span: 64,
-    // Data is full of short code blocks: 52 `, 0` in a JSON histogram, rows of `,0` pixels.
-    code_min_span: 512,
-    // A tokenizer's vocabulary holds a token of 1,024 `Ġ` (byte-level BPE's space), a docstring
-    // of langgraph_sdk a 564-dash rule, tests 200-unit runs of one letter or digit: 2,048 leaves
-    // 2x. The one loop of such a block in the development set (d26, `|   `) spans 2,999 units.
-    single_char_min_span: 2048,
-    // Benign whitespace runs stop at 88 units (load 0.04); a whitespace loop is cheap to wait for.
-    whitespace_min_span: 2048,
-    // Generated data holds table rows and one short item per indented line for long: idna's
-    // uts46data.py repeats `,\n    None` 151 times (1,516 units) and its lists of the alphabet 13
-    // times over (p=234, 3,049 units); a minified array repeats a 44-unit row 49 times (2,199
-    // units). At 4,096 each stays under 0.75; no loop of the development set is a table.
-    table_span: 4096,
-    // From the incident report; benign lines of words never come close.
-    min_lines: 25,
-    // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
-    // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
-    // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
-    // uts46data.py need 200 (load 0.76).
-    code_min_lines: 100,
+    values: RuleValues {
+        // From the incident report; only names the rule (short blocks and long ones share one formula).
+        max_period: 150,
+        // A repeated 92-line code block (llama.cpp#26039) is ~3,500 units. The window holds four
+        // copies of the longest block: 3,840 keeps a stream's state within 64 KiB even at 32-bit
+        // storage (token ids from 65,536), where 4,096 needed 66 KiB.
+        max_long_period: 3840,
+        // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for. Benign words reach at
+        // most 0.53 of the text rule (three copies of a 75-unit line in the email tests).
+        min_repeats: 20,
+        // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
+        // repeats before the length limit) is found at 480, the tightest d21 (16.1 copies of 31
+        // units, 16 needed). Benign text holds 13.6 copies of a 33-unit sentence (a mock response in
+        // litellm's main.py, 450 units: load 0.91).
+        text_span: 480,
+        // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array of
+        // ray's speedscope), and a real loop of the development set 164 (` -1.000000`, d09): 120
+        // leaves 1.22x either way. Short code blocks need this many; longer ones `code_span`.
+        code_min_repeats: 120,
+        code_span: 2000,
+        // Three copies of a 214-unit block occur in test_sys_settrace.py; a fourth never does.
+        long_min_repeats: 4,
+        // `ny` x32 (gemini-cli#5813) is 64 units.
+        min_span: 64,
+        // Data is full of short code blocks: 52 `, 0` in a JSON histogram, rows of `,0` pixels.
+        code_min_span: 512,
+        // A tokenizer's vocabulary holds a token of 1,024 `Ġ` (byte-level BPE's space), a docstring
+        // of langgraph_sdk a 564-dash rule, tests 200-unit runs of one letter or digit: 2,048 leaves
+        // 2x. The one loop of such a block in the development set (d26, `|   `) spans 2,999 units.
+        single_char_min_span: 2048,
+        // Benign whitespace runs stop at 88 units (load 0.04); a whitespace loop is cheap to wait for.
+        whitespace_min_span: 2048,
+        // Generated data holds table rows and one short item per indented line for long: idna's
+        // uts46data.py repeats `,\n    None` 151 times (1,516 units) and its lists of the alphabet 13
+        // times over (p=234, 3,049 units); a minified array repeats a 44-unit row 49 times (2,199
+        // units). At 4,096 each stays under 0.75; no loop of the development set is a table.
+        table_span: 4096,
+        // From the incident report; benign lines of words never come close.
+        min_lines: 25,
+        // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
+        // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
+        // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
+        // uts46data.py need 200 (load 0.76).
+        code_min_lines: 100,
+    },
+};
+
+/// Small rules for the crate's tests and the fuzzers (which build without the `oracle` feature
+/// too, hence no cfg): random texts over small alphabets reach every rule often.
+#[doc(hidden)]
+pub const SMALL_RULES: Rules = Rules {
+    values: RuleValues {
+        max_period: 8,
+        max_long_period: 40,
+        min_repeats: 6,
+        text_span: 40,
+        code_min_repeats: 8,
+        code_span: 60,
+        long_min_repeats: 3,
+        min_span: 32,
+        code_min_span: 32,
+        single_char_min_span: 40,
+        whitespace_min_span: 48,
+        table_span: 64,
+        min_lines: 3,
+        code_min_lines: 4,
+    },
 };
 
 impl Default for Rules {
@@ -405,7 +459,7 @@ impl KindCounts {
     }
 }
 
-impl Rules {
+impl RuleValues {
     /// Every value with its field's name, in the order the fields are declared.
     pub fn named_values(&self) -> [(&'static str, u32); 14] {
         [
@@ -427,7 +481,7 @@ impl Rules {
     }
 
     /// Checks that the values can work together; the detector relies on every check here.
-    pub fn validate(&self) -> Result<(), RulesError> {
+    fn check(&self) -> Result<(), RulesError> {
         let fail = |msg: String| Err(RulesError(msg));
         if self.max_period < 1 {
             return fail("max_period must be at least 1".into());
@@ -488,6 +542,14 @@ impl Rules {
             }
         }
         Ok(())
+    }
+}
+
+impl Rules {
+    /// The rules these values make, or why they cannot work together.
+    pub fn new(values: RuleValues) -> Result<Rules, RulesError> {
+        values.check()?;
+        Ok(Rules { values })
     }
 
     /// Repeats a block of `period` units of this kind needs. Blocks of one visible char or of
@@ -551,8 +613,9 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_valid() {
-        DEFAULT_RULES.validate().unwrap();
+    fn defaults_and_small_rules_are_valid() {
+        assert_eq!(Rules::new(*DEFAULT_RULES), Ok(DEFAULT_RULES));
+        assert_eq!(Rules::new(*SMALL_RULES), Ok(SMALL_RULES));
     }
 
     #[test]
@@ -618,7 +681,7 @@ mod tests {
 
     #[test]
     fn validation_rejects_bad_values() {
-        type Change = fn(&mut Rules);
+        type Change = fn(&mut RuleValues);
         let cases: Vec<(Change, &str)> = vec![
             (|r| r.max_period = 0, "max_period"),
             (|r| r.max_long_period = 10, "max_long_period"),
@@ -637,9 +700,9 @@ mod tests {
             ),
         ];
         for (change, name) in cases {
-            let mut rules = DEFAULT_RULES;
-            change(&mut rules);
-            let err = rules.validate().unwrap_err();
+            let mut values = *DEFAULT_RULES;
+            change(&mut values);
+            let err = Rules::new(values).unwrap_err();
             assert!(err.0.contains(name), "{err}");
         }
     }

@@ -2,25 +2,7 @@
 //! shapes of loops and of normal text.
 
 use crate::oracle;
-use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, Rules, DEFAULT_RULES};
-
-/// Small rules, so that random texts over small alphabets reach every rule often.
-const SMALL: Rules = Rules {
-    max_period: 8,
-    max_long_period: 40,
-    min_repeats: 6,
-    text_span: 40,
-    code_min_repeats: 8,
-    code_span: 60,
-    long_min_repeats: 3,
-    min_span: 32,
-    code_min_span: 32,
-    single_char_min_span: 40,
-    whitespace_min_span: 48,
-    table_span: 64,
-    min_lines: 3,
-    code_min_lines: 4,
-};
+use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, RuleValues, Rules, DEFAULT_RULES, SMALL_RULES};
 
 struct Rng(u64);
 
@@ -103,11 +85,15 @@ fn agrees_with_oracle_on_random_texts() {
     let mut found = 0;
     for case in 0..4000 {
         let text = random_text(&mut rng);
-        let expected = oracle::scan(&text, &SMALL);
-        let got = scan_units(&text, &SMALL);
+        let expected = oracle::scan(&text, &SMALL_RULES);
+        let got = scan_units(&text, &SMALL_RULES);
         let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
         assert_eq!(got, expected, "case {case}: {shown:?}");
-        assert_eq!(feed_in_chunks(&text, &SMALL, &mut rng), oracle::first_held(&text, &SMALL), "chunked, case {case}");
+        assert_eq!(
+            feed_in_chunks(&text, &SMALL_RULES, &mut rng),
+            oracle::first_held(&text, &SMALL_RULES),
+            "chunked, case {case}"
+        );
         found += expected.len();
     }
     assert!(found > 1000, "random texts should reach the rules often, found {found}");
@@ -132,9 +118,13 @@ fn agrees_with_oracle_when_the_window_narrows_again() {
                 text.extend(random_text_over(&mut rng, &NARROW_ALPHABETS));
             }
         }
-        let expected = oracle::scan(&text, &SMALL);
-        assert_eq!(scan_units(&text, &SMALL), expected, "case {case}");
-        assert_eq!(feed_in_chunks(&text, &SMALL, &mut rng), oracle::first_held(&text, &SMALL), "chunked, case {case}");
+        let expected = oracle::scan(&text, &SMALL_RULES);
+        assert_eq!(scan_units(&text, &SMALL_RULES), expected, "case {case}");
+        assert_eq!(
+            feed_in_chunks(&text, &SMALL_RULES, &mut rng),
+            oracle::first_held(&text, &SMALL_RULES),
+            "chunked, case {case}"
+        );
         found += expected.len();
     }
     assert!(found > 100, "the texts should reach the rules often, found {found}");
@@ -183,7 +173,7 @@ fn a_long_run_below_its_rule_is_not_traced_back_at_every_sample() {
     // Found by fuzzing (rules target, known_bugs::slow_run): a run of one unit that stays below
     // its rule was left to the next sample again and again, untracked, and traced back over its
     // whole length for every period due at every sample (~100 us per unit here).
-    let rules = Rules { whitespace_min_span: 65_536, ..DEFAULT_RULES };
+    let rules = Rules::new(RuleValues { whitespace_min_span: 65_536, ..*DEFAULT_RULES }).unwrap();
     let text = format!("x{}y", " ".repeat(20_000));
     crate::window::TRACED.with(|traced| traced.set(0));
     assert_eq!(scan_str(&text, &rules), vec![]);
@@ -199,7 +189,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
     // sees it whole found every period up to its length holding and traced each back over the
     // run (4.7 s; 128 ms with the default max_long_period). Those periods are powers of the one
     // unit and are no longer sampled. Counted as units compared, not time.
-    let rules = Rules {
+    let rules = Rules::new(RuleValues {
         max_period: 2,
         max_long_period: 65_535,
         min_repeats: 65_537,
@@ -214,7 +204,8 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         table_span: 65_537,
         min_lines: 65_537,
         code_min_lines: 65_537,
-    };
+    })
+    .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
     crate::window::TRACED.with(|traced| traced.set(0));
     let found = scan_str(&text, &rules);
@@ -373,4 +364,39 @@ fn units_that_differ_only_in_their_high_bits_differ() {
     units.extend([0x41; 1200]);
     assert_eq!(scan_units(&units, &DEFAULT_RULES), oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(scan_units(&units, &DEFAULT_RULES).len(), 1);
+}
+
+#[test]
+fn lines_crafted_to_collide_under_a_known_line_hash_are_told_apart() {
+    // Lines longer than the window are compared by hash. The hash was unkeyed: unit `i` of a line
+    // folded into lane `i % 4` as `(lane ^ (unit + 1)) * MIX` from lane 0. Two lines that differ
+    // in units 0, 4 and 8 (all lane 0) collide once lane 0 agrees in its upper 32 bits after unit 4
+    // (a birthday search over ~2^16 random pairs of ids) and unit 8 makes up the lower 32. Output
+    // crafted that way forced a false `identical_lines` stop.
+    const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+    let fold = |lane: u64, id: u32| (lane ^ (u64::from(id) + 1)).wrapping_mul(MIX);
+    let visible = |id: u32| !crate::rules::is_whitespace(id) && id != u32::from(b'\n');
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut by_upper = std::collections::HashMap::new();
+    let (first, second) = loop {
+        let pair = (0x1000 + rng.below(1 << 30) as u32, 0x1000 + rng.below(1 << 30) as u32);
+        let lane = fold(fold(0, pair.0), pair.1);
+        let earlier = *by_upper.entry(lane >> 32).or_insert((pair, lane));
+        let last = (earlier.1 ^ lane ^ 1).wrapping_sub(1) as u32;
+        if earlier.0 != pair && visible(last) {
+            break ([earlier.0 .0, earlier.0 .1, 0], [pair.0, pair.1, last]);
+        }
+    };
+    let window = Detector::new(SMALL_RULES).window_len() as u32;
+    let line = |lane_0: [u32; 3]| -> Vec<u32> {
+        let mut line: Vec<u32> = (0..4 * window).map(|i| 0x10_0000 + i).collect();
+        (line[0], line[4], line[8]) = (lane_0[0], lane_0[1], lane_0[2]);
+        line.push(u32::from(b'\n'));
+        line
+    };
+    let (line_a, line_b) = (line(first), line(second));
+    assert_ne!(line_a, line_b);
+    let text: Vec<u32> = (0..10).flat_map(|i| if i % 2 == 0 { line_a.clone() } else { line_b.clone() }).collect();
+    assert_eq!(oracle::scan(&text, &SMALL_RULES), vec![]);
+    assert_eq!(scan_units(&text, &SMALL_RULES), vec![]);
 }

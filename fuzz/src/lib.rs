@@ -14,7 +14,7 @@
 //! - `check_trim`: `trim_units` keeps everything outside its removals exactly (the text before the
 //!   first removal, between removals and after the last), removes only repetition, keeps `keep`
 //!   copies, and leaves clean text unchanged.
-//! - `check_rules`: arbitrary (mostly edge) rule values: `validate` never panics; valid rules never
+//! - `check_rules`: arbitrary (mostly edge) rule values: `Rules::new` never panics; valid rules never
 //!   make the detector panic, keep its state bounded and give sound findings.
 //!
 //! With the cargo feature `oracle` (which needs the core to export its reference oracle as
@@ -22,8 +22,8 @@
 
 use arbitrary::Unstructured;
 use loopbreak::{
-    scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, Rules, Trimmed, DEFAULT_RULES,
-    PACKED_CONTEXT,
+    scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, RuleValues, Rules, Trimmed,
+    DEFAULT_RULES, PACKED_CONTEXT, SMALL_RULES,
 };
 
 /// The findings a detector fed `units` at once reports: each region as its rule first held.
@@ -57,27 +57,9 @@ pub const WINDOW_BOUND: usize = 1 << 25;
 /// Whether inputs that hit an open bug (see `known_bugs`) are skipped.
 pub const MASK_KNOWN_BUGS: bool = cfg!(feature = "mask-known-bugs");
 
-/// The core's own small test rules: random texts over small alphabets reach every rule.
-pub const SMALL: Rules = Rules {
-    max_period: 8,
-    max_long_period: 40,
-    min_repeats: 6,
-    text_span: 40,
-    code_min_repeats: 8,
-    code_span: 60,
-    long_min_repeats: 3,
-    min_span: 32,
-    code_min_span: 32,
-    single_char_min_span: 40,
-    whitespace_min_span: 48,
-    table_span: 64,
-    min_lines: 3,
-    code_min_lines: 4,
-};
-
-/// About the least that `validate` allows: a window of a few dozen units, so that lines and runs
-/// longer than the window are cheap to generate.
-pub const LOW: Rules = Rules {
+/// About the least that `Rules::new` allows: a window of a few dozen units, so that lines and
+/// runs longer than the window are cheap to generate.
+pub const LOW: RuleValues = RuleValues {
     max_period: 3,
     max_long_period: 12,
     min_repeats: 2,
@@ -174,8 +156,8 @@ fn edge_u32(u: &mut Unstructured<'_>) -> u32 {
 }
 
 /// Any combination of rule values, valid or not, mostly at the edges.
-pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> Rules {
-    Rules {
+pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> RuleValues {
+    RuleValues {
         max_period: edge_u32(u),
         max_long_period: edge_u32(u),
         min_repeats: edge_u32(u),
@@ -197,13 +179,13 @@ pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> Rules {
 fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
     match below(u, 4) {
         0 => DEFAULT_RULES,
-        1 => SMALL,
-        2 => LOW,
+        1 => SMALL_RULES,
+        2 => low_rules(),
         _ => {
             let mut field = |most: usize| 1 + below(u, most) as u32;
             let max_period = field(20);
             let long_min_repeats = 1 + field(6);
-            let rules = Rules {
+            let values = RuleValues {
                 max_period,
                 max_long_period: max_period + field(100) - 1,
                 min_repeats: long_min_repeats + field(30) - 1,
@@ -219,10 +201,9 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 min_lines: 1 + field(40),
                 code_min_lines: 1 + field(60),
             };
-            if rules.validate().is_ok() && !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) {
-                rules
-            } else {
-                SMALL
+            match Rules::new(values) {
+                Ok(rules) if !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) => rules,
+                _ => SMALL_RULES,
             }
         }
     }
@@ -548,13 +529,18 @@ pub fn check_chunking(data: &[u8]) {
     compare_with_oracle(&units, &rules, detector.window_len(), &whole);
 }
 
+/// [`LOW`], checked.
+pub fn low_rules() -> Rules {
+    Rules::new(LOW).expect("LOW is valid")
+}
+
 /// Raw bytes as text (lossy UTF-8) or as token ids: `scan_str`, `scan_units` and a streamed
 /// detector agree, and the findings are sound.
 pub fn check_scan(data: &[u8]) {
     let Some((&head, rest)) = data.split_first() else {
         return;
     };
-    let rules = [DEFAULT_RULES, SMALL, LOW][usize::from(head % 3)];
+    let rules = [DEFAULT_RULES, SMALL_RULES, low_rules()][usize::from(head % 3)];
     let (units, text): (Vec<u32>, Option<String>) = match (head / 3) % 3 {
         0 => {
             let s = String::from_utf8_lossy(rest).into_owned();
@@ -675,16 +661,18 @@ pub fn check_trim(data: &[u8]) {
     check_trimmed(&units, &rules, keep, &trimmed);
 }
 
-/// Arbitrary rule values: `validate` never panics and explains a refusal; valid rules keep the
+/// Arbitrary rule values: `Rules::new` never panics and explains a refusal; valid rules keep the
 /// window bounded, and the detector fed a generated text and the longest run the rules ask for
 /// never panics and reports sound findings.
 pub fn check_rules(data: &[u8]) {
     let mut u = Unstructured::new(data);
-    let rules = arbitrary_rules(&mut u);
-    if let Err(error) = rules.validate() {
-        assert!(!error.0.is_empty() && !error.to_string().is_empty());
-        return;
-    }
+    let rules = match Rules::new(arbitrary_rules(&mut u)) {
+        Ok(rules) => rules,
+        Err(error) => {
+            assert!(!error.0.is_empty() && !error.to_string().is_empty());
+            return;
+        }
+    };
     let detector = Detector::new(rules);
     let window = detector.window_len();
     if MASK_KNOWN_BUGS && known_bugs::window_too_large(&rules) {
@@ -772,31 +760,31 @@ mod replay {
             (
                 "bug-span-window-single-char",
                 Box::new(|| {
-                    let rules = Rules { single_char_min_span: 200, ..LOW };
+                    let rules = Rules::new(RuleValues { single_char_min_span: 200, ..LOW }).unwrap();
                     scan_checked(&units(&format!("x{}", "-    ".repeat(50))), rules);
                 }),
             ),
             (
                 "bug-span-window-whitespace",
                 Box::new(|| {
-                    let rules = Rules { whitespace_min_span: 200, ..LOW };
+                    let rules = Rules::new(RuleValues { whitespace_min_span: 200, ..LOW }).unwrap();
                     scan_checked(&units(&format!("x{}", " ".repeat(210))), rules);
                 }),
             ),
             // Rules whose window would be 2^40 units (the first push aborted the process): now
-            // rejected by `validate`.
+            // rejected by `Rules::new`.
             (
                 "bug-rules-window-2-40",
                 Box::new(|| {
                     let m = 1 << 24;
-                    let rules = Rules {
+                    let values = RuleValues {
                         max_long_period: 65_536,
                         long_min_repeats: m,
                         min_repeats: m,
                         code_min_repeats: m,
-                        ..DEFAULT_RULES
+                        ..*DEFAULT_RULES
                     };
-                    assert!(rules.validate().is_err(), "rules with a 2^40-unit window must be rejected");
+                    assert!(Rules::new(values).is_err(), "rules with a 2^40-unit window must be rejected");
                 }),
             ),
             // keep * period wraps: keep=2^62, period 4.

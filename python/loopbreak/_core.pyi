@@ -11,6 +11,10 @@ DEFAULT_KEEP: Final[int]
 
 RuleName = Literal["periodic_run", "long_block", "identical_lines"]
 
+RULE_NAMES: Final[tuple[RuleName, ...]]
+"""Every rule's name in code order: the rule column of ``scan_utf8_columns`` holds indexes into
+this tuple."""
+
 class Rules:
     """Thresholds of the three rules, validated on construction.
 
@@ -46,7 +50,8 @@ class Rules:
     non-empty lines in a row, blank lines between them allowed, are reported as
     ``identical_lines``.
 
-    Raises ``ValueError`` for values that cannot work together, ``TypeError`` for non-ints.
+    Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
+    (ints of any size), ``TypeError`` for non-ints.
     """
 
     def __init__(
@@ -195,7 +200,9 @@ class TokenStreams:
     def add(self) -> int:
         """Starts a stream; returns its slot (slots of removed streams are reused)."""
     def remove(self, slot: int) -> None:
-        """Ends the stream in ``slot``; ``ValueError`` if there is none."""
+        """Ends the stream in ``slot``; ``ValueError`` if there is none (for any int that is not a
+        stream's slot, negative or huge ones included; the same for ``finding`` and
+        ``units_seen``)."""
     def __len__(self) -> int: ...
     def step(self, slots: Tokens, tokens: Tokens) -> list[int]:
         """Feeds ``tokens[i]`` to the stream in ``slots[i]``, for every i; returns the slots whose
@@ -207,11 +214,14 @@ class TokenStreams:
 
 def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
     """``[scan(t) for t in texts]`` on all cores (or ``threads``) with the GIL released.
+    ``threads`` must be at least 1 and below ``2**64`` (``ValueError`` otherwise); more threads
+    than cores run as many as there are cores, on a pool kept for later calls with as many.
     ``loopbreak.scan_many`` also takes pyarrow string arrays."""
 
 def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
     """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``):
-    seven little-endian int64 columns (row, rule code, period, start, repeats, detected_at, end).
+    seven little-endian int64 columns (row, rule code, period, start, repeats, detected_at, end),
+    the rule code indexing ``RULE_NAMES``.
     Used by ``loopbreak.scan_columns``."""
 
 class Detector:
@@ -279,4 +289,4 @@ class Trimmed:
 
 def trim(text: str, keep: int = 3, rules: Optional[Rules] = None) -> Trimmed:
     """Shortens every degenerate region of ``text`` to its first ``keep`` copies plus a marker.
-    Raises ``ValueError`` if ``keep`` < 1."""
+    Raises ``ValueError`` if ``keep`` is not in ``1..2**64`` (ints of any size)."""

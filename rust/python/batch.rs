@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use super::findings::{wrap, PyFinding};
-use super::input::{text_arg, tokens_arg, Text, DETACH_ABOVE_BYTES};
+use super::input::{ids_arg, text_arg, Ids, Int, Text, DETACH_ABOVE_BYTES};
 use super::rules::{rules_arg, PyRules};
-use crate::{map_parallel, Rule};
+use crate::map_parallel;
 
 /// Every degenerate region of a whole text.
 #[pyfunction]
@@ -21,13 +21,12 @@ pub fn scan(py: Python<'_>, text: &Bound<'_, PyAny>, rules: Option<&Bound<'_, Py
     Ok(wrap(findings))
 }
 
-fn threads_arg(threads: Option<i64>) -> PyResult<Option<usize>> {
+/// `threads=`: at least 1 (more than the cores are worked as many as the cores).
+fn threads_arg(threads: Option<Int>) -> PyResult<Option<usize>> {
     threads
         .map(|n| {
-            usize::try_from(n)
-                .ok()
-                .filter(|&n| n >= 1)
-                .ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1, got {n}")))
+            n.get(1usize)
+                .ok_or_else(|| PyValueError::new_err(format!("threads must be at least 1 and below 2**64, got {n}")))
         })
         .transpose()
 }
@@ -39,7 +38,7 @@ pub fn scan_many(
     py: Python<'_>,
     texts: &Bound<'_, PyAny>,
     rules: Option<&Bound<'_, PyRules>>,
-    threads: Option<i64>,
+    threads: Option<Int>,
 ) -> PyResult<Vec<Vec<PyFinding>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
@@ -54,8 +53,8 @@ pub fn scan_many(
 
 /// `scan_many` over an Arrow-style string column given as its UTF-8 `data` buffer and its
 /// `offsets` buffer (int32 or int64, one more than the rows): returns the findings as columns
-/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at, end), rule coded as
-/// 0 periodic_run, 1 long_block, 2 identical_lines.
+/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at, end), the rule
+/// as its code (`Rule::code`: its place in `RULE_NAMES`).
 #[pyfunction]
 #[pyo3(signature = (data, offsets, rules = None, threads = None))]
 pub fn scan_utf8_columns<'py>(
@@ -63,16 +62,12 @@ pub fn scan_utf8_columns<'py>(
     data: &Bound<'py, PyAny>,
     offsets: &Bound<'py, PyAny>,
     rules: Option<&Bound<'py, PyRules>>,
-    threads: Option<i64>,
+    threads: Option<Int>,
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
     let rules = rules_arg(rules);
     let threads = threads_arg(threads)?;
     let data = PyBuffer::<u8>::get(data)?.to_vec(py)?;
-    let ids = tokens_arg(offsets).or_else(|_| -> PyResult<Vec<u32>> {
-        let wide = PyBuffer::<i64>::get(offsets)?.to_vec(py)?;
-        let narrowed = wide.iter().map(|&o| u32::try_from(o)).collect::<Result<Vec<u32>, _>>();
-        narrowed.map_err(|_| PyValueError::new_err("offsets beyond 4 GiB are not supported"))
-    })?;
+    let ids = ids_arg(offsets, &Ids { name: "offsets", item: "offsets" })?;
     let bounds: Vec<(usize, usize)> = ids.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
     if bounds.iter().any(|&(a, b)| a > b || b > data.len()) {
         return Err(PyValueError::new_err("offsets must be non-decreasing and within data"));
@@ -86,14 +81,9 @@ pub fn scan_utf8_columns<'py>(
     let mut columns: [Vec<u8>; 7] = Default::default();
     for (row, findings) in found.iter().enumerate() {
         for f in findings {
-            let rule = match f.rule {
-                Rule::PeriodicRun => 0,
-                Rule::LongBlock => 1,
-                Rule::IdenticalLines => 2,
-            };
             let values = [
                 row as i64,
-                rule,
+                i64::from(f.rule.code()),
                 f.period as i64,
                 f.start as i64,
                 f.repeats as i64,

@@ -8,7 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::findings::{wrap, PyFinding, PyTokenFinding};
-use super::input::{lock, text_arg, tokens_arg, Text, DETACH_ABOVE_BYTES};
+use super::input::{ids_arg, lock, text_arg, Ids, Int, Text, DETACH_ABOVE_BYTES, TOKENS};
 use super::rules::{rules_arg, PyRules};
 use crate::{Detector, Finding, NoSuchStream, Rules, StreamSet};
 
@@ -114,7 +114,7 @@ impl PyTokenDetector {
 
     /// Feeds token ids; returns the first finding whose rule first held among them, or None.
     fn feed(&self, py: Python<'_>, tokens: &Bound<'_, PyAny>) -> PyResult<Option<PyTokenFinding>> {
-        let input = Text::Ids(tokens_arg(tokens)?);
+        let input = Text::Ids(ids_arg(tokens, &TOKENS)?);
         Ok(lock(py, &self.state).feed(py, &input).map(PyTokenFinding::from))
     }
 
@@ -159,9 +159,16 @@ pub struct PyTokenStreams {
 
 /// Slot numbers from a list or buffer, each checked to hold a stream of `set`.
 fn slots_arg(obj: &Bound<'_, PyAny>, set: &StreamSet) -> PyResult<Vec<usize>> {
-    let slots: Vec<usize> = tokens_arg(obj)?.into_iter().map(|id| id as usize).collect();
+    let slots: Vec<usize> =
+        ids_arg(obj, &Ids { name: "slots", item: "slots" })?.into_iter().map(|id| id as usize).collect();
     set.check_slots(&slots)?;
     Ok(slots)
+}
+
+/// One slot number: an int that is not a slot number at all (negative, huge) holds no stream
+/// either.
+fn slot_arg(slot: &Int) -> PyResult<usize> {
+    slot.get(0usize).ok_or_else(|| PyValueError::new_err(format!("no stream in slot {slot}")))
 }
 
 #[pymethods]
@@ -178,8 +185,8 @@ impl PyTokenStreams {
     }
 
     /// Ends the stream in `slot`. Raises ``ValueError`` if there is none.
-    fn remove(&self, py: Python<'_>, slot: usize) -> PyResult<()> {
-        Ok(lock(py, &self.state).remove(slot)?)
+    fn remove(&self, py: Python<'_>, slot: Int) -> PyResult<()> {
+        Ok(lock(py, &self.state).remove(slot_arg(&slot)?)?)
     }
 
     fn __len__(&self, py: Python<'_>) -> usize {
@@ -191,7 +198,7 @@ impl PyTokenStreams {
     fn step(&self, py: Python<'_>, slots: &Bound<'_, PyAny>, tokens: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
         let mut set = lock(py, &self.state);
         let slots = slots_arg(slots, &set)?;
-        let ids = tokens_arg(tokens)?;
+        let ids = ids_arg(tokens, &TOKENS)?;
         if ids.len() != slots.len() {
             return Err(PyValueError::new_err(format!(
                 "slots and tokens differ in length: {} and {}",
@@ -211,12 +218,12 @@ impl PyTokenStreams {
     }
 
     /// The first finding of the stream in `slot`, or None.
-    fn finding(&self, py: Python<'_>, slot: usize) -> PyResult<Option<PyTokenFinding>> {
-        Ok(lock(py, &self.state).detector(slot)?.finding().cloned().map(PyTokenFinding::from))
+    fn finding(&self, py: Python<'_>, slot: Int) -> PyResult<Option<PyTokenFinding>> {
+        Ok(lock(py, &self.state).detector(slot_arg(&slot)?)?.finding().cloned().map(PyTokenFinding::from))
     }
 
     /// Units fed to the stream in `slot`.
-    fn units_seen(&self, py: Python<'_>, slot: usize) -> PyResult<u64> {
-        Ok(lock(py, &self.state).detector(slot)?.units_seen())
+    fn units_seen(&self, py: Python<'_>, slot: Int) -> PyResult<u64> {
+        Ok(lock(py, &self.state).detector(slot_arg(&slot)?)?.units_seen())
     }
 }

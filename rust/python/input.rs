@@ -1,14 +1,15 @@
 //! What crosses from Python: text as CPython stores it, token ids from lists and buffers, and
 //! code points back to `str`; and the lock every streaming object takes.
 
+use std::fmt;
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::buffer::{Element, PyUntypedBuffer};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 use pyo3::types::string::PyStringData;
-use pyo3::types::{PyByteArray, PyBytes, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 
 use crate::detector::scan_stored;
 use crate::lanes::Unit;
@@ -114,70 +115,122 @@ pub fn units_to_str<'py>(py: Python<'py>, units: &[u32]) -> PyResult<Bound<'py, 
     Ok(decoded.cast_into::<PyString>()?)
 }
 
-/// Token ids from a list of ints or a 1-D buffer (numpy array, `array.array`) of unsigned or
-/// signed integers; each must fit in 32 bits unsigned.
-pub fn tokens_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+/// An int argument of any size (or an object with `__index__`, as numpy's ints), whose range
+/// the function checks: a value out of range, however large, is then a `ValueError` that names
+/// the argument, never an `OverflowError`. Anything else is a `TypeError`.
+#[derive(Clone, Debug)]
+pub enum Int {
+    /// The value, when it fits in 128 bits (every range checked is far inside).
+    Small(i128),
+    /// A value beyond 128 bits, as Python prints it: out of every range.
+    Huge(String),
+}
+
+impl Int {
+    /// The value as a `T`, if it is one and at least `least`.
+    pub fn get<T: TryFrom<i128> + PartialOrd>(&self, least: T) -> Option<T> {
+        match self {
+            Int::Small(value) => T::try_from(*value).ok().filter(|value| *value >= least),
+            Int::Huge(_) => None,
+        }
+    }
+}
+
+impl From<u32> for Int {
+    fn from(value: u32) -> Int {
+        Int::Small(i128::from(value))
+    }
+}
+
+impl From<u64> for Int {
+    fn from(value: u64) -> Int {
+        Int::Small(i128::from(value))
+    }
+}
+
+impl fmt::Display for Int {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Int::Small(value) => write!(f, "{value}"),
+            Int::Huge(shown) => f.write_str(shown),
+        }
+    }
+}
+
+impl<'py> FromPyObject<'_, 'py> for Int {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'_, 'py, PyAny>) -> PyResult<Int> {
+        match obj.extract::<i128>() {
+            Ok(value) => Ok(Int::Small(value)),
+            Err(error) if error.is_instance_of::<PyOverflowError>(obj.py()) => {
+                // Python refuses to print ints of more than 4,300 digits by default.
+                let shown = obj.str().map_or_else(|_| "an int of thousands of digits".into(), |s| s.to_string());
+                Ok(Int::Huge(shown))
+            }
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// How errors name a list of ids: the argument, and one of its items.
+pub struct Ids {
+    pub name: &'static str,
+    pub item: &'static str,
+}
+
+pub const TOKENS: Ids = Ids { name: "tokens", item: "token ids" };
+
+/// Ids (token ids, slots, offsets) from a list of ints or a 1-D buffer (numpy array,
+/// `array.array`) of unsigned or signed integers; each must fit in 32 bits unsigned.
+pub fn ids_arg(obj: &Bound<'_, PyAny>, ids: &Ids) -> PyResult<Vec<u32>> {
+    let Ids { name, item } = ids;
+    let out_of_range =
+        |value: &dyn fmt::Display| PyValueError::new_err(format!("{item} must be in 0..2**32, got {value}"));
+    let id = |obj: Bound<'_, PyAny>| {
+        let value: Int = obj.extract()?;
+        value.get(0u32).ok_or_else(|| out_of_range(&value))
+    };
     if let Ok(list) = obj.cast::<PyList>() {
-        return list.iter().map(token_id).collect();
+        return list.iter().map(id).collect();
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return tuple.iter().map(token_id).collect();
+        return tuple.iter().map(id).collect();
     }
     if obj.is_instance_of::<PyBytes>() || obj.is_instance_of::<PyByteArray>() {
-        return Err(PyTypeError::new_err("tokens must be ids (a list of int or an integer array), not bytes"));
+        return Err(PyTypeError::new_err(format!("{name} must be ids (a list of int or an integer array), not bytes")));
     }
     let Ok(buffer) = PyUntypedBuffer::get(obj) else {
         return Err(PyTypeError::new_err(format!(
-            "tokens must be a list of int or a 1-D integer array, not {}",
+            "{name} must be a list of int or a 1-D integer array, not {}",
             obj.get_type().name()?
         )));
     };
     if buffer.dimensions() != 1 {
-        return Err(PyValueError::new_err(format!("tokens must be 1-D, got {} dimensions", buffer.dimensions())));
+        return Err(PyValueError::new_err(format!("{name} must be 1-D, got {} dimensions", buffer.dimensions())));
     }
     let py = obj.py();
-    let ids = buffer_ids::<u32>(py, &buffer)
-        .or_else(|| buffer_ids::<i64>(py, &buffer))
-        .or_else(|| buffer_ids::<i32>(py, &buffer))
-        .or_else(|| buffer_ids::<u64>(py, &buffer))
-        .or_else(|| buffer_ids::<u16>(py, &buffer))
-        .or_else(|| buffer_ids::<i16>(py, &buffer))
-        .or_else(|| buffer_ids::<u8>(py, &buffer))
-        .or_else(|| buffer_ids::<i8>(py, &buffer));
-    ids.unwrap_or_else(|| {
-        Err(PyTypeError::new_err(format!(
-            "tokens must hold integers (e.g. uint32 or int64), got buffer format '{}'",
+    let from_buffer = buffer_values::<u32>(py, &buffer)
+        .or_else(|| buffer_values::<i64>(py, &buffer))
+        .or_else(|| buffer_values::<i32>(py, &buffer))
+        .or_else(|| buffer_values::<u64>(py, &buffer))
+        .or_else(|| buffer_values::<u16>(py, &buffer))
+        .or_else(|| buffer_values::<i16>(py, &buffer))
+        .or_else(|| buffer_values::<u8>(py, &buffer))
+        .or_else(|| buffer_values::<i8>(py, &buffer));
+    match from_buffer {
+        Some(values) => values?.into_iter().map(|v| u32::try_from(v).map_err(|_| out_of_range(&v))).collect(),
+        None => Err(PyTypeError::new_err(format!(
+            "{name} must hold integers (e.g. uint32 or int64), got buffer format '{}'",
             buffer.format().to_string_lossy()
-        )))
-    })
-}
-
-/// One item of a list or tuple of token ids.
-fn token_id(item: Bound<'_, PyAny>) -> PyResult<u32> {
-    let out_of_range = || PyValueError::new_err(format!("token ids must be in 0..2**32, got {item}"));
-    match item.extract::<i128>() {
-        Ok(value) => u32::try_from(value).map_err(|_| out_of_range()),
-        Err(_) if item.is_instance_of::<PyInt>() => Err(out_of_range()),
-        Err(error) => Err(error),
+        ))),
     }
 }
 
-/// The ids of a buffer of `E`s, or `None` if it does not hold `E`s.
-fn buffer_ids<E>(py: Python<'_>, buffer: &PyUntypedBuffer) -> Option<PyResult<Vec<u32>>>
-where
-    E: Element + std::fmt::Display,
-    u32: TryFrom<E>,
-{
+/// The values of a buffer of `E`s, widened to `i128`, or `None` if it does not hold `E`s.
+fn buffer_values<E: Element + Into<i128>>(py: Python<'_>, buffer: &PyUntypedBuffer) -> Option<PyResult<Vec<i128>>> {
     let typed = buffer.as_typed::<E>().ok()?;
-    let ids = typed.to_vec(py).and_then(|values| {
-        values
-            .into_iter()
-            .map(|v| {
-                u32::try_from(v).map_err(|_| PyValueError::new_err(format!("token ids must be in 0..2**32, got {v}")))
-            })
-            .collect()
-    });
-    Some(ids)
+    Some(typed.to_vec(py).map(|values| values.into_iter().map(Into::into).collect()))
 }
 
 /// Locks a streaming object's state. Waiting happens with the GIL released: a thread that holds

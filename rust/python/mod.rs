@@ -29,6 +29,7 @@ mod trim;
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     use pyo3::prelude::*;
+    use pyo3::types::PyTuple;
 
     #[pymodule_export]
     use super::batch::{scan, scan_many, scan_utf8_columns};
@@ -44,6 +45,8 @@ mod _core {
     #[pymodule_init]
     fn init(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add("DEFAULT_KEEP", crate::DEFAULT_KEEP)?;
+        // The rules' names in code order: `RULE_NAMES[code]` names the rule in columnar output.
+        m.add("RULE_NAMES", PyTuple::new(m.py(), crate::Rule::ALL.map(crate::Rule::name))?)?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))
     }
 }

@@ -1,11 +1,11 @@
-//! `Rules`: the thresholds, validated on construction.
+//! `Rules`: the thresholds, checked on construction.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::input::text_arg;
-use crate::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+use super::input::{text_arg, Int};
+use crate::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES};
 
 /// Thresholds of the three rules (see the `Rules` docs for each field and its default).
 #[pyclass(name = "Rules", module = "loopbreak", frozen, eq)]
@@ -25,8 +25,8 @@ pub fn rules_arg(rules: Option<&Bound<'_, PyRules>>) -> Rules {
     rules.map_or(DEFAULT_RULES, |r| r.get().inner)
 }
 
-fn rule_value(name: &str, value: i128) -> PyResult<u32> {
-    u32::try_from(value).map_err(|_| PyValueError::new_err(format!("{name} must be an int in 0..2**32, got {value}")))
+fn rule_value(name: &str, value: Int) -> PyResult<u32> {
+    value.get(0u32).ok_or_else(|| PyValueError::new_err(format!("{name} must be an int in 0..2**32, got {value}")))
 }
 
 #[pymethods]
@@ -36,38 +36,38 @@ impl PyRules {
     #[new]
     #[pyo3(signature = (
         *,
-        max_period = i128::from(DEFAULT_RULES.max_period),
-        max_long_period = i128::from(DEFAULT_RULES.max_long_period),
-        min_repeats = i128::from(DEFAULT_RULES.min_repeats),
-        text_span = i128::from(DEFAULT_RULES.text_span),
-        code_min_repeats = i128::from(DEFAULT_RULES.code_min_repeats),
-        code_span = i128::from(DEFAULT_RULES.code_span),
-        long_min_repeats = i128::from(DEFAULT_RULES.long_min_repeats),
-        min_span = i128::from(DEFAULT_RULES.min_span),
-        code_min_span = i128::from(DEFAULT_RULES.code_min_span),
-        single_char_min_span = i128::from(DEFAULT_RULES.single_char_min_span),
-        whitespace_min_span = i128::from(DEFAULT_RULES.whitespace_min_span),
-        table_span = i128::from(DEFAULT_RULES.table_span),
-        min_lines = i128::from(DEFAULT_RULES.min_lines),
-        code_min_lines = i128::from(DEFAULT_RULES.code_min_lines),
+        max_period = Int::from(DEFAULT_RULES.max_period),
+        max_long_period = Int::from(DEFAULT_RULES.max_long_period),
+        min_repeats = Int::from(DEFAULT_RULES.min_repeats),
+        text_span = Int::from(DEFAULT_RULES.text_span),
+        code_min_repeats = Int::from(DEFAULT_RULES.code_min_repeats),
+        code_span = Int::from(DEFAULT_RULES.code_span),
+        long_min_repeats = Int::from(DEFAULT_RULES.long_min_repeats),
+        min_span = Int::from(DEFAULT_RULES.min_span),
+        code_min_span = Int::from(DEFAULT_RULES.code_min_span),
+        single_char_min_span = Int::from(DEFAULT_RULES.single_char_min_span),
+        whitespace_min_span = Int::from(DEFAULT_RULES.whitespace_min_span),
+        table_span = Int::from(DEFAULT_RULES.table_span),
+        min_lines = Int::from(DEFAULT_RULES.min_lines),
+        code_min_lines = Int::from(DEFAULT_RULES.code_min_lines),
     ))]
     fn new(
-        max_period: i128,
-        max_long_period: i128,
-        min_repeats: i128,
-        text_span: i128,
-        code_min_repeats: i128,
-        code_span: i128,
-        long_min_repeats: i128,
-        min_span: i128,
-        code_min_span: i128,
-        single_char_min_span: i128,
-        whitespace_min_span: i128,
-        table_span: i128,
-        min_lines: i128,
-        code_min_lines: i128,
+        max_period: Int,
+        max_long_period: Int,
+        min_repeats: Int,
+        text_span: Int,
+        code_min_repeats: Int,
+        code_span: Int,
+        long_min_repeats: Int,
+        min_span: Int,
+        code_min_span: Int,
+        single_char_min_span: Int,
+        whitespace_min_span: Int,
+        table_span: Int,
+        min_lines: Int,
+        code_min_lines: Int,
     ) -> PyResult<Self> {
-        let inner = Rules {
+        let values = RuleValues {
             max_period: rule_value("max_period", max_period)?,
             max_long_period: rule_value("max_long_period", max_long_period)?,
             min_repeats: rule_value("min_repeats", min_repeats)?,
@@ -83,8 +83,7 @@ impl PyRules {
             min_lines: rule_value("min_lines", min_lines)?,
             code_min_lines: rule_value("code_min_lines", code_min_lines)?,
         };
-        inner.validate()?;
-        Ok(PyRules { inner })
+        Ok(PyRules { inner: Rules::new(values)? })
     }
 
     #[getter]

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
 use super::findings::PyFinding;
-use super::input::{text_arg, units_to_str, DETACH_ABOVE_BYTES};
+use super::input::{text_arg, units_to_str, Int, DETACH_ABOVE_BYTES};
 use super::rules::{rules_arg, PyRules};
 use crate::{trim_units, Removal, DEFAULT_KEEP};
 
@@ -82,17 +82,14 @@ impl PyTrimmed {
 
 /// Shortens every degenerate region of `text` to its first `keep` copies plus a marker.
 #[pyfunction]
-#[pyo3(signature = (text, keep = i128::from(DEFAULT_KEEP), rules = None))]
+#[pyo3(signature = (text, keep = Int::from(DEFAULT_KEEP), rules = None))]
 pub fn trim(
     py: Python<'_>,
     text: &Bound<'_, PyAny>,
-    keep: i128,
+    keep: Int,
     rules: Option<&Bound<'_, PyRules>>,
 ) -> PyResult<PyTrimmed> {
-    let keep = u64::try_from(keep)
-        .ok()
-        .filter(|&k| k >= 1)
-        .ok_or_else(|| PyValueError::new_err(format!("keep must be in 1..2**64, got {keep}")))?;
+    let keep = keep.get(1u64).ok_or_else(|| PyValueError::new_err(format!("keep must be in 1..2**64, got {keep}")))?;
     let rules = rules_arg(rules);
     let text = text_arg(text, "text")?;
     let run = || trim_units(&text.to_units(), &rules, keep);
