@@ -1,20 +1,23 @@
 """How the default rules were chosen: the strongest repetition in benign text against the
 weakest loop in real model output, for every kind of block.
 
-    python benches/tune.py            # the Python stdlib (benign) and ../shared/corpus (loops)
+    python benches/tune.py            # the wide benign corpus and ../shared/corpus (loops)
 
-For each kind of block, the benign corpus is scanned with rules that let only that kind fire, at
-a low threshold, and every region found is measured whole. A region's *load* is its span divided
-by the span the default rules require of it (for lines: lines over lines required): the defaults
-are safe while the largest benign load stays below 1, and the margin is 1 / that load. The loop
-corpora are then scanned with the defaults: which are found, and how far into the loop.
+The benign corpus is every text file of the standard library, the running environment's
+site-packages and /usr/share (tests/support/benign.py). For each kind of block it is scanned
+with rules that let only that kind fire, at a low threshold, and every region found is measured
+whole (``scan`` reports each region's end and copies). A region's *load* is its span divided by
+the span the default rules require of it (for lines: lines over lines required), with the
+block's kind read in its context as the detector reads it: the defaults are safe while the
+largest benign load stays below 1, and the margin is 1 / that load. The loop corpora are then
+scanned with the defaults: which are found, and how far into the loop.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sysconfig
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -22,53 +25,63 @@ from typing import Iterator
 import loopbreak
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from support import benign  # noqa: E402
+from support.oracle import PACKED_CONTEXT, block_kind, periodic_kind, required_lines, required_span  # noqa: E402
+
 CORPUS = REPO.parent / "shared" / "corpus"
-BENIGN_SUFFIXES = {".py", ".txt", ".rst", ".json", ".csv", ".html"}
+if not CORPUS.is_dir():  # a worktree beside the repository
+    CORPUS = REPO.parent.parent / "shared" / "corpus"
 DEFAULTS = loopbreak.Rules()
 HIGH = 1 << 24
-HIGH_LONG = 1 << 16
-
-
-def stdlib_texts() -> Iterator[tuple[str, str]]:
-    """Every text file of the running Python's standard library (third-party packages excluded)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if path.suffix not in BENIGN_SUFFIXES or "site-packages" in relative.parts or not path.is_file():
-            continue
-        yield str(relative), path.read_text(encoding="utf-8", errors="surrogateescape")
 
 
 # Probe rules: only one kind can fire, at a low threshold.
 PROBES: dict[str, loopbreak.Rules] = {
     "text blocks": loopbreak.Rules(
         min_repeats=3, text_span=32, long_min_repeats=3, code_min_repeats=HIGH, code_span=HIGH,
-        single_char_min_span=HIGH, whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        single_char_min_span=HIGH, whitespace_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "code blocks": loopbreak.Rules(
         code_min_repeats=3, code_span=32, code_min_span=32, long_min_repeats=3, min_repeats=HIGH, text_span=HIGH,
-        single_char_min_span=HIGH, whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        single_char_min_span=HIGH, whitespace_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+    ),
+    "table rows": loopbreak.Rules(
+        code_min_repeats=3, table_span=32, whitespace_min_span=48, code_span=HIGH, code_min_span=HIGH,
+        long_min_repeats=3, min_repeats=HIGH, text_span=HIGH, single_char_min_span=HIGH, min_lines=HIGH,
+        code_min_lines=HIGH,
     ),
     "one-char blocks": loopbreak.Rules(
         single_char_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=3, code_span=32, code_min_span=HIGH,
-        long_min_repeats=3,
-        whitespace_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        long_min_repeats=3, whitespace_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "whitespace blocks": loopbreak.Rules(
         whitespace_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=3, code_span=32, code_min_span=HIGH,
-        long_min_repeats=3,
-        single_char_min_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        long_min_repeats=3, single_char_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
     ),
     "lines": loopbreak.Rules(
-        min_lines=3, code_min_lines=3, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH,
-        code_span=HIGH, single_char_min_span=HIGH, whitespace_min_span=HIGH,
+        min_lines=3, code_min_lines=3, code_span=3, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH,
+        single_char_min_span=HIGH, whitespace_min_span=HIGH, table_span=HIGH,
     ),
+}
+
+
+# The kind of region each probe measures (a probe lets other kinds fire too, at their defaults).
+KINDS = {
+    "text blocks": "text",
+    "code blocks": "code",
+    "table rows": "table",
+    "one-char blocks": "single_char",
+    "whitespace blocks": "whitespace",
+    "lines": "lines",
 }
 
 
 @dataclass
 class Region:
     source: str
+    kind: str
     rule: str
     period: int
     copies: int
@@ -77,31 +90,46 @@ class Region:
     block: str
 
 
-def regions(source: str, text: str, probe: loopbreak.Rules) -> Iterator[Region]:
-    for removal in loopbreak.trim(text, keep=1, rules=probe).removals:
-        f = removal.finding
+def regions(source: str, text: str, findings: list[loopbreak.Finding]) -> Iterator[Region]:
+    """The regions a probe found in ``text``, each whole, with its load under the defaults."""
+    for f in findings:
+        span = f.end - f.start
         if f.rule == "identical_lines":
-            copies = removal.repeats + 1
-            load = copies / DEFAULTS.required_lines(f.block)
+            kind = "lines"
+            load = f.repeats / required_lines(DEFAULTS, block_kind(f.block), len(f.block))
         else:
-            copies = (removal.end - f.start) // f.period
-            load = (removal.end - f.start) / DEFAULTS.required_span(f.block)
-        yield Region(source, f.rule, f.period, copies, removal.end - f.start, load, f.block)
+            run_kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
+            if run_kind is None:
+                continue  # packed data: never a finding
+            kind = run_kind
+            load = span / required_span(DEFAULTS, f.period, run_kind)
+        yield Region(source, kind, f.rule, f.period, f.repeats, span, load, f.block)
 
 
 def benign_report(top: int) -> bool:
-    texts = list(stdlib_texts())
-    print(f"benign corpus: {len(texts)} stdlib files, {sum(len(t) for _, t in texts) / 1e6:.0f} M chars")
+    names, texts = [], []
+    for name, text in benign.everything():
+        names.append(name)
+        texts.append(text)
+    print(f"benign corpus: {len(texts)} text files, {sum(map(len, texts)) / 1e6:.0f} M chars")
     safe = True
     for name, probe in PROBES.items():
-        found = sorted((r for s, t in texts for r in regions(s, t, probe)), key=lambda r: -r.load)
+        found = sorted(
+            (
+                r
+                for s, t, fs in zip(names, texts, loopbreak.scan_many(texts, probe))
+                for r in regions(s, t, fs)
+                if r.kind == KINDS[name]
+            ),
+            key=lambda r: -r.load,
+        )
         worst = found[0].load if found else 0.0
         safe &= worst < 1
         margin = f"{1 / worst:.2f}x" if worst else "inf"
         print(f"\n{name}: {len(found)} benign regions, largest load {worst:.2f} (margin {margin})")
         for r in found[:top]:
             print(f"  {r.load:5.2f}  {r.rule:15} p={r.period:<5} x{r.copies:<5} span={r.span:<6} {r.block[:50]!r}  {r.source}")
-    defaults_hits = [(s, f) for s, t in texts for f in loopbreak.scan(t)]
+    defaults_hits = [(s, f) for s, fs in zip(names, loopbreak.scan_many(texts)) for f in fs]
     print(f"\nfindings with the default rules: {len(defaults_hits)}")
     for s, f in defaults_hits:
         print(f"  {s}: {f!r}")

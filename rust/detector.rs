@@ -3,6 +3,7 @@
 //! fit (see `lanes`): the state starts with bytes, is widened on the first unit that does not
 //! fit, and narrowed again once no such unit has arrived for a while.
 
+use crate::extent;
 use crate::finding::Finding;
 use crate::lanes::Unit;
 use crate::rules::Rules;
@@ -170,7 +171,7 @@ impl Detector {
     }
 }
 
-/// Every finding in `units`, as a detector fed them would report.
+/// Every finding in `units`, each with its whole extent (see [`Finding`]).
 pub fn scan_units(units: &[u32], rules: &Rules) -> Vec<Finding> {
     scan_stored(units, rules)
 }
@@ -180,13 +181,15 @@ pub(crate) fn scan_stored<S: Unit>(units: &[S], rules: &Rules) -> Vec<Finding> {
     let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
     detector.feed_stored(units, &mut out);
+    extent::complete(units, &mut out);
     out
 }
 
-/// Every finding in `text` (offsets in code points).
+/// Every finding in `text` (offsets in code points), each with its whole extent.
 pub fn scan_str(text: &str, rules: &Rules) -> Vec<Finding> {
     let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
     detector.feed_str(text, &mut out);
+    extent::complete_str(text, &mut out);
     out
 }

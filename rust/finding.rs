@@ -38,8 +38,10 @@ impl fmt::Display for Rule {
     }
 }
 
-/// One degenerate region, as it stood when its rule first held. Offsets count units from the
-/// start of the stream (a Python `str` index for text).
+/// One degenerate region. Offsets count units from the start of the stream (a Python `str`
+/// index for text). A streaming detector reports the region as it stood when its rule first
+/// held (`end == detected_at`, `repeats` the copies seen by then); an offline scan of a whole
+/// text reports the whole region (`end` where the repetition stops, `repeats` every copy).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Finding {
     pub rule: Rule,
@@ -52,10 +54,15 @@ pub struct Finding {
     pub block: Vec<u32>,
     /// Where the first copy starts (for `identical_lines`, where the first line starts).
     pub start: u64,
-    /// Full copies (or lines) seen when the rule first held.
+    /// Full copies (or lines): seen when the rule first held (streaming), or in the whole
+    /// region (offline scan).
     pub repeats: u64,
     /// Units seen when the rule first held: `text[start:detected_at]` is the evidence.
     pub detected_at: u64,
+    /// Where the region ends: `detected_at` when streaming; offline, the end of the last unit
+    /// that repeats (for lines: after the last repeated line's newline, or the text's end when
+    /// the text ends inside a copy).
+    pub end: u64,
 }
 
 impl Finding {

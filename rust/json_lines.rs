@@ -393,6 +393,8 @@ impl<'a> Visitor<'a> for Scanned<'_, '_> {
         detector.reset();
         let mut findings = Vec::new();
         detector.feed_str(text, &mut findings);
+        // A stored text is whole: its findings report their whole extent, as `scan` does.
+        crate::extent::complete_str(text, &mut findings);
         Ok(ScannedValue::Text(findings))
     }
     fn visit_unit<E>(self) -> Result<ScannedValue, E> {

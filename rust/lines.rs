@@ -255,7 +255,7 @@ impl Lines {
             counts.add_all(newer);
             counts.kind()
         });
-        if streak.count == u64::from(self.rules.required_lines(kind)) {
+        if streak.count == self.rules.required_lines(kind, content_len) {
             return Some(LineEvent::Reached {
                 start: streak.start,
                 line_start,

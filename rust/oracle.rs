@@ -2,12 +2,16 @@
 //! The streaming detector must agree with it exactly.
 
 use crate::finding::{Finding, Rule};
-use crate::rules::{BlockKind, Rules};
+use crate::rules::{BlockKind, Rules, PACKED_CONTEXT};
 
-/// A finding the rules allow, before claims are applied, and how far its region reaches by time t.
+/// A finding the rules allow (as its rule first holds), before claims are applied, and how far
+/// its region reaches by time t.
 struct Candidate {
     finding: Finding,
     anchor: u64,
+    /// The region whole: where it ends and the full copies in it.
+    end: u64,
+    copies: u64,
     /// Offsets at which the region's claim grows (each value is the claim from then on).
     claim_steps: Vec<u64>,
 }
@@ -45,7 +49,11 @@ fn periodic_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             if !is_primitive(block) {
                 continue;
             }
-            let need = rules.required_span(p as u32, BlockKind::of(block)) as usize;
+            let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
+            let Some(kind) = BlockKind::of_run(block, before) else {
+                continue;
+            };
+            let need = rules.required_span(p as u32, kind) as usize;
             if end - start < need {
                 continue;
             }
@@ -59,8 +67,11 @@ fn periodic_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                     start: start as u64,
                     repeats: (need / p) as u64,
                     detected_at: detected_at as u64,
+                    end: detected_at as u64,
                 },
                 anchor: first as u64,
+                end: end as u64,
+                copies: ((end - start) / p) as u64,
                 claim_steps: (detected_at..=end).map(|c| c as u64).collect(),
             });
         }
@@ -96,9 +107,21 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             }
             k += 1;
         }
-        let need = rules.required_lines(BlockKind::of(content)) as usize;
+        let need = rules.required_lines(BlockKind::of(content), content.len() as u64) as usize;
         if ends.len() >= need {
             let detected_at = ends[need - 1] as u64;
+            // Offline, a last line the text ends in (no newline) is one more copy if it equals
+            // the line, part of one if it starts it.
+            let (mut end, mut copies) = (*ends.last().unwrap() as u64, ends.len() as u64);
+            let tail = &units[start..];
+            let mut tail_end = tail.len();
+            while tail_end > 0 && is_ws(tail[tail_end - 1]) {
+                tail_end -= 1;
+            }
+            if k == lines.len() && tail_end > 0 && (&tail[..tail_end] == content || content.starts_with(tail)) {
+                copies += u64::from(&tail[..tail_end] == content);
+                end = units.len() as u64;
+            }
             out.push(Candidate {
                 finding: Finding {
                     rule: Rule::IdenticalLines,
@@ -107,8 +130,11 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                     start: first_start as u64,
                     repeats: need as u64,
                     detected_at,
+                    end: detected_at,
                 },
                 anchor: first_start as u64,
+                end,
+                copies,
                 claim_steps: ends[need - 1..].iter().map(|&e| e as u64).collect(),
             });
         }
@@ -117,19 +143,27 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     }
 }
 
-/// Every finding, by the rules read literally.
+/// Every finding whole (as an offline scan reports it), by the rules read literally.
 pub fn scan(units: &[u32], rules: &Rules) -> Vec<Finding> {
+    emitted(units, rules).into_iter().map(|c| Finding { end: c.end, repeats: c.copies, ..c.finding }).collect()
+}
+
+/// Every finding as a streaming detector reports it, when its rule first holds.
+pub fn first_held(units: &[u32], rules: &Rules) -> Vec<Finding> {
+    emitted(units, rules).into_iter().map(|c| c.finding).collect()
+}
+
+fn emitted(units: &[u32], rules: &Rules) -> Vec<Candidate> {
     let mut candidates = Vec::new();
     periodic_candidates(units, rules, &mut candidates);
     line_candidates(units, rules, &mut candidates);
     candidates.sort_by_key(|c| (c.finding.detected_at, c.finding.start, c.finding.rule, c.finding.period));
-    let mut emitted: Vec<&Candidate> = Vec::new();
-    for c in &candidates {
-        let t = c.finding.detected_at;
-        let claim = emitted.iter().map(|e| e.claim_at(t)).max().unwrap_or(0);
+    let mut emitted: Vec<Candidate> = Vec::new();
+    for c in candidates {
+        let claim = emitted.iter().map(|e| e.claim_at(c.finding.detected_at)).max().unwrap_or(0);
         if c.anchor >= claim {
             emitted.push(c);
         }
     }
-    emitted.into_iter().map(|c| c.finding.clone()).collect()
+    emitted
 }

@@ -1,7 +1,7 @@
 //! The sampling plan: which periods the detector compares at which units, and how much history
 //! it keeps, worked out once per set of rules.
 
-use crate::rules::{Rules, SAMPLE_UNITS};
+use crate::rules::{Rules, PACKED_CONTEXT, SAMPLE_UNITS};
 
 const K: u64 = SAMPLE_UNITS as u64;
 
@@ -50,8 +50,11 @@ impl Plan {
                 at as u8
             })
             .collect();
-        // The window holds every run until it can reach its rule, and the longest block.
-        let window_len = least.iter().map(|&span| span + 2).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
+        // The window holds every run until it can reach its rule, with what comes before it (a
+        // run's kind depends on it), and the longest block.
+        let context = PACKED_CONTEXT as u64;
+        let window_len =
+            least.iter().map(|&span| span + 2 + context).max().unwrap_or(0).max(u64::from(max_long) + K + 2);
         Plan { due_upto, sample_spacing, least, tier, window_len: window_len as usize }
     }
 

@@ -37,6 +37,9 @@ pub struct RuleValues {
     pub single_char_min_span: u32,
     /// Span needed by a block made only of whitespace.
     pub whitespace_min_span: u32,
+    /// Span needed by a table row or indented data (see [`BlockKind::Table`]), and after which
+    /// it needs fewer than `code_min_repeats`.
+    pub table_span: u32,
     /// Consecutive identical lines needed when the line reads as words.
     pub min_lines: u32,
     /// Consecutive identical lines needed when the line is code, digits or punctuation.
@@ -88,11 +91,14 @@ pub const DEFAULT_RULES: Rules = Rules {
         // most 0.53 of the text rule (three copies of a 75-unit line in the email tests).
         min_repeats: 20,
         // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
-        // repeats before the length limit) is found at 400; 10 copies of a 40-unit sentence count.
-        text_span: 400,
-        // Benign code reaches 32 copies (a 13-unit `'\ufffe'` line in encodings/iso8859_8.py):
-        // 50 leaves a 1.56x margin. Real code loops run for hundreds of copies.
-        code_min_repeats: 50,
+        // repeats before the length limit) is found at 480, the tightest d21 (16.1 copies of 31
+        // units, 16 needed). Benign text holds 13.6 copies of a 33-unit sentence (a mock response in
+        // litellm's main.py, 450 units: load 0.91).
+        text_span: 480,
+        // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array of
+        // ray's speedscope), and a real loop of the development set 164 (` -1.000000`, d09): 120
+        // leaves 1.22x either way. Short code blocks need this many; longer ones `code_span`.
+        code_min_repeats: 120,
         code_span: 2000,
         // Three copies of a 214-unit block occur in test_sys_settrace.py; a fourth never does.
         long_min_repeats: 4,
@@ -100,14 +106,23 @@ pub const DEFAULT_RULES: Rules = Rules {
         min_span: 64,
         // Data is full of short code blocks: 52 `, 0` in a JSON histogram, rows of `,0` pixels.
         code_min_span: 512,
-        // Tests hold 200-unit runs of one letter or digit (load 0.39).
-        single_char_min_span: 512,
+        // A tokenizer's vocabulary holds a token of 1,024 `Ġ` (byte-level BPE's space), a docstring
+        // of langgraph_sdk a 564-dash rule, tests 200-unit runs of one letter or digit: 2,048 leaves
+        // 2x. The one loop of such a block in the development set (d26, `|   `) spans 2,999 units.
+        single_char_min_span: 2048,
         // Benign whitespace runs stop at 88 units (load 0.04); a whitespace loop is cheap to wait for.
         whitespace_min_span: 2048,
+        // Generated data holds table rows and one short item per indented line for long: idna's
+        // uts46data.py repeats `,\n    None` 151 times (1,516 units) and its lists of the alphabet 13
+        // times over (p=234, 3,049 units); a minified array repeats a 44-unit row 49 times (2,199
+        // units). At 4,096 each stays under 0.75; no loop of the development set is a table.
+        table_span: 4096,
         // From the incident report; benign lines of words never come close.
         min_lines: 25,
-        // The same 32 `'\ufffe'` lines, 26 indented `text/plain` lines in test_email.py, and 52
-        // `0,` lines in an indented JSON histogram: benign data repeats short code lines a lot.
+        // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
+        // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
+        // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
+        // uts46data.py need 200 (load 0.76).
         code_min_lines: 100,
     },
 };
@@ -128,6 +143,7 @@ pub const SMALL_RULES: Rules = Rules {
         code_min_span: 32,
         single_char_min_span: 40,
         whitespace_min_span: 48,
+        table_span: 64,
         min_lines: 3,
         code_min_lines: 4,
     },
@@ -220,10 +236,15 @@ pub enum BlockKind {
     Text,
     /// Anything else: code, digits, punctuation, escapes.
     Code,
+    /// A table row or indented data: at least as much whitespace as visible units with more
+    /// than one visible char (one short item per indented line, `,\n    None`), or, for a
+    /// periodic block, fewer than one distinct unit per [`VARIETY`] units (`/.notdef ` eight
+    /// times on a line, a minified array `"*",0,0,0,"*",0,0,0,"i32",...`).
+    Table,
 }
 
 impl BlockKind {
-    /// Classifies a block of code points (token ids are classified the same way, as if they were
+    /// Classifies a line of code points (token ids are classified the same way, as if they were
     /// code points; callers of the token API choose rules to suit).
     pub fn of(units: &[u32]) -> BlockKind {
         let mut counts = KindCounts::default();
@@ -232,6 +253,58 @@ impl BlockKind {
         }
         counts.kind()
     }
+
+    /// Classifies the block of a periodic run, whose units are all at hand: on top of what
+    /// [`BlockKind::of`] counts, a block of words or code made of few distinct units (at most
+    /// [`TABLE_ALPHABET`], fewer than one per [`VARIETY`] units) is a table row. Prose and code
+    /// have a new char every few units and draw on more than a dozen.
+    pub fn of_block<T: Copy + Into<u32>>(units: &[T]) -> BlockKind {
+        let mut counts = KindCounts::default();
+        units.iter().for_each(|&u| counts.add(u.into()));
+        let kind = counts.kind();
+        if matches!(kind, BlockKind::Text | BlockKind::Code) && units.len() > VARIETY {
+            let mut distinct: Vec<u32> = units.iter().map(|&u| u.into()).collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            if distinct.len() <= TABLE_ALPHABET && distinct.len() * VARIETY < units.len() {
+                return BlockKind::Table;
+            }
+        }
+        kind
+    }
+
+    /// The kind of the run of `block` that starts at `start` in `units` (which hold at least
+    /// [`PACKED_CONTEXT`] units before it where the text has them), or `None` if the run never
+    /// counts. The unit before a run says what it repeats inside of: a run right after `[` or
+    /// `(` is a list of items (`tuple[int, int, ...]` in a type stub) and counts as code; a block
+    /// of packed-data chars after [`PACKED_CONTEXT`] of them is part of a payload (base64 in a
+    /// data URI, a source map's mappings) and is not a loop.
+    pub fn of_run<T: Copy + Into<u32>>(block: &[T], before: &[T]) -> Option<BlockKind> {
+        let packed = |units: &[T]| units.iter().all(|&u| is_packed(u.into()));
+        if before.len() >= PACKED_CONTEXT && packed(&before[before.len() - PACKED_CONTEXT..]) && packed(block) {
+            return None;
+        }
+        let kind = BlockKind::of_block(block);
+        let in_list = before.last().is_some_and(|&u| matches!(char::from_u32(u.into()), Some('[' | '(')));
+        Some(if kind == BlockKind::Text && in_list { BlockKind::Code } else { kind })
+    }
+}
+
+/// A table row has fewer than one distinct unit per this many units, and at most
+/// [`TABLE_ALPHABET`] distinct units (see [`BlockKind::of_block`]): `/.notdef ` eight times on
+/// a line (10 distinct in 72), a line of 64 `M`s (5 in 72), a minified array's row (7 in 44).
+/// A sentence of 137 units (d12 of the development set) has 22.
+pub const VARIETY: usize = 6;
+pub const TABLE_ALPHABET: usize = 11;
+
+/// Units of packed data (see [`BlockKind::of_run`]) before a run that make it part of a payload:
+/// prose and code break every few dozen units with a space or a bracket.
+pub const PACKED_CONTEXT: usize = 64;
+
+/// A char of packed data: base64 (`A-Z a-z 0-9 + /`) and the separators of a source map's
+/// mappings (`,` `;`).
+fn is_packed(unit: u32) -> bool {
+    unit < 0x80 && ((unit as u8).is_ascii_alphanumeric() || matches!(unit as u8, b'+' | b'/' | b',' | b';'))
 }
 
 /// Running counts from which a [`BlockKind`] is decided, so a line can be classified as it streams.
@@ -240,9 +313,29 @@ pub struct KindCounts {
     whitespace: u64,
     visible: u64,
     letters: u64,
+    /// Letters that are hex digits (`a-f`, `A-F`) or the `x` of a hex prefix.
+    hex_letters: u64,
+    /// ASCII digits and `x`/`X`: with only hex letters besides, the block is hex.
+    hex_marks: u64,
+    /// Lowercase letters (ASCII, or `char::is_lowercase`).
+    lowercase: u64,
+    /// ASCII capitals, ASCII digits, and ASCII letters and digits together.
+    capitals: u64,
+    digits: u64,
+    alphanumerics: u64,
     first_visible: u32,
     /// Some visible unit differs from the first (meaningless while `visible == 0`).
     mixed_visible: bool,
+}
+
+/// A hex digit letter or `x`, `X`.
+const fn is_hex_letter(byte: u8) -> bool {
+    (byte | 0x20).wrapping_sub(b'a') < 6 || byte | 0x20 == b'x'
+}
+
+/// An ASCII digit or `x`, `X`.
+const fn is_hex_mark(byte: u8) -> bool {
+    byte.wrapping_sub(b'0') < 10 || byte | 0x20 == b'x'
 }
 
 impl KindCounts {
@@ -271,26 +364,57 @@ impl KindCounts {
         }
         let target = self.first_visible as u8;
         // One branch-free pass in byte lanes, a block at a time so that byte counters cannot
-        // overflow: whitespace, letters, and visible units unlike the first.
-        let (mut whitespace, mut letters, mut unlike) = (0u64, 0u64, 0u64);
+        // overflow: whitespace, letters, visible units unlike the first, hex letters, hex marks
+        // and lowercase letters.
+        let mut totals = [0u64; 8];
         for block in units.chunks(usize::from(u8::MAX)) {
-            let (w, l, d) = block.iter().fold((0u8, 0u8, 0u8), |(w, l, d), &unit| {
+            let counts = block.iter().fold([0u8; 8], |[w, l, d, h, m, c, u, n], &unit| {
                 let unit = byte(unit);
                 let space = is_ascii_space(unit);
-                (w + u8::from(space), l + u8::from(is_ascii_letter(unit)), d + u8::from(!space & (unit != target)))
+                let letter = is_ascii_letter(unit);
+                [
+                    w + u8::from(space),
+                    l + u8::from(letter),
+                    d + u8::from(!space & (unit != target)),
+                    h + u8::from(letter & is_hex_letter(unit)),
+                    m + u8::from(is_hex_mark(unit)),
+                    c + u8::from(unit.wrapping_sub(b'a') < 26),
+                    u + u8::from(unit.wrapping_sub(b'A') < 26),
+                    n + u8::from(unit.wrapping_sub(b'0') < 10),
+                ]
             });
-            (whitespace, letters, unlike) = (whitespace + u64::from(w), letters + u64::from(l), unlike + u64::from(d));
+            for (total, count) in totals.iter_mut().zip(counts) {
+                *total += u64::from(count);
+            }
         }
+        let [whitespace, letters, unlike, hex_letters, hex_marks, lowercase, capitals, digits] = totals;
+        self.capitals += capitals;
+        self.digits += digits;
+        self.alphanumerics += letters + digits;
         self.mixed_visible |= unlike > 0;
         self.whitespace += whitespace;
         self.visible += units.len() as u64 - whitespace;
         self.letters += letters;
+        self.hex_letters += hex_letters;
+        self.hex_marks += hex_marks;
+        self.lowercase += lowercase;
     }
 
     /// Counts a unit already known not to be whitespace.
     #[inline]
     pub fn add_visible(&mut self, unit: u32, letter: bool) {
         self.letters += u64::from(letter);
+        if unit < 0x80 {
+            let byte = unit as u8;
+            self.hex_letters += u64::from(letter && is_hex_letter(byte));
+            self.hex_marks += u64::from(is_hex_mark(byte));
+            self.lowercase += u64::from(byte.wrapping_sub(b'a') < 26);
+            self.capitals += u64::from(byte.wrapping_sub(b'A') < 26);
+            self.digits += u64::from(byte.wrapping_sub(b'0') < 10);
+            self.alphanumerics += u64::from(byte.is_ascii_alphanumeric());
+        } else if letter {
+            self.lowercase += u64::from(char::from_u32(unit).is_some_and(char::is_lowercase));
+        }
         if self.visible == 0 {
             self.first_visible = unit;
         }
@@ -303,12 +427,31 @@ impl KindCounts {
         self.whitespace += n;
     }
 
+    /// Letters that read as words: none in a hex block (every letter a hex digit or `x`, with a
+    /// digit or an `x`: `0xffffffff, `, `\\xaa`), none in a block of one or two capitals with no
+    /// whitespace (a code in a data table, `MV`), none in a block of ASCII letters and digits
+    /// alone that mixes capitals with small letters or letters with digits (an identifier or
+    /// base64, `LS0t`, `Kioq`: words are set apart by spaces or punctuation), all otherwise.
+    fn word_letters(&self) -> u64 {
+        let hex = self.letters == self.hex_letters && self.hex_marks > 0;
+        let capitals_code = self.visible <= 2 && self.whitespace == 0 && self.lowercase == 0;
+        let mixed = (self.capitals > 0 && self.lowercase > 0) || (self.digits > 0 && self.letters > 0);
+        let encoded = self.whitespace == 0 && self.alphanumerics == self.visible && mixed;
+        if hex || capitals_code || encoded {
+            0
+        } else {
+            self.letters
+        }
+    }
+
     pub fn kind(&self) -> BlockKind {
         if self.visible == 0 {
             BlockKind::Whitespace
         } else if !self.mixed_visible {
             BlockKind::SingleChar
-        } else if 4 * self.letters >= 3 * self.visible && 2 * self.whitespace <= self.visible {
+        } else if self.whitespace >= self.visible {
+            BlockKind::Table
+        } else if 4 * self.word_letters() >= 3 * self.visible && 2 * self.whitespace <= self.visible {
             BlockKind::Text
         } else {
             BlockKind::Code
@@ -318,7 +461,7 @@ impl KindCounts {
 
 impl RuleValues {
     /// Every value with its field's name, in the order the fields are declared.
-    pub fn named_values(&self) -> [(&'static str, u32); 13] {
+    pub fn named_values(&self) -> [(&'static str, u32); 14] {
         [
             ("max_period", self.max_period),
             ("max_long_period", self.max_long_period),
@@ -331,6 +474,7 @@ impl RuleValues {
             ("code_min_span", self.code_min_span),
             ("single_char_min_span", self.single_char_min_span),
             ("whitespace_min_span", self.whitespace_min_span),
+            ("table_span", self.table_span),
             ("min_lines", self.min_lines),
             ("code_min_lines", self.code_min_lines),
         ]
@@ -389,6 +533,7 @@ impl RuleValues {
             ("code_span", self.code_span),
             ("single_char_min_span", self.single_char_min_span),
             ("whitespace_min_span", self.whitespace_min_span),
+            ("table_span", self.table_span),
             ("min_span", self.min_span),
             ("code_min_span", self.code_min_span),
         ] {
@@ -412,6 +557,7 @@ impl Rules {
     pub fn required_repeats(&self, period: u32, kind: BlockKind) -> u32 {
         let (most, span) = match kind {
             BlockKind::Text => (self.min_repeats, self.text_span),
+            BlockKind::Table => (self.code_min_repeats, self.table_span),
             BlockKind::Code | BlockKind::SingleChar | BlockKind::Whitespace => (self.code_min_repeats, self.code_span),
         };
         span.div_ceil(period).clamp(self.long_min_repeats, most)
@@ -425,6 +571,7 @@ impl Rules {
             BlockKind::SingleChar => self.single_char_min_span,
             BlockKind::Text => self.min_span,
             BlockKind::Code => self.code_min_span,
+            BlockKind::Table => self.whitespace_min_span,
         };
         let by_repeats = u64::from(self.required_repeats(period, kind)) * u64::from(period);
         by_repeats.max(u64::from(floor))
@@ -433,18 +580,21 @@ impl Rules {
     /// The smallest span any block of `period` units needs: the detector samples often enough to
     /// never miss a run that reaches it.
     pub fn least_required_span(&self, period: u32) -> u64 {
-        [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code]
+        [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code, BlockKind::Table]
             .into_iter()
             .map(|kind| self.required_span(period, kind))
             .min()
             .unwrap_or(u64::MAX)
     }
 
-    /// Identical lines needed for a line of this kind.
-    pub fn required_lines(&self, kind: BlockKind) -> u32 {
+    /// Identical lines needed for a line of `len` units (without newline and trailing
+    /// whitespace) of this kind. A line of words needs `min_lines`; any other needs
+    /// `code_min_lines`, and a short one enough lines to cover `code_span` units with their
+    /// newlines, like a short block of code (`    None,` 200 times).
+    pub fn required_lines(&self, kind: BlockKind, len: u64) -> u64 {
         match kind {
-            BlockKind::Text => self.min_lines,
-            _ => self.code_min_lines,
+            BlockKind::Text => u64::from(self.min_lines),
+            _ => u64::from(self.code_min_lines).max(u64::from(self.code_span).div_ceil(len + 1)),
         }
     }
 }
@@ -506,11 +656,12 @@ mod tests {
     fn short_blocks_need_many_repeats_long_blocks_few() {
         let r = DEFAULT_RULES;
         assert_eq!(r.required_repeats(10, BlockKind::Text), 20);
-        assert_eq!(r.required_repeats(40, BlockKind::Text), 10);
+        assert_eq!(r.required_repeats(40, BlockKind::Text), 12);
         assert_eq!(r.required_repeats(600, BlockKind::Text), 4);
-        assert_eq!(r.required_repeats(13, BlockKind::Code), 50);
+        assert_eq!(r.required_repeats(13, BlockKind::Code), 120);
+        assert_eq!(r.required_repeats(40, BlockKind::Code), 50);
         assert_eq!(r.required_repeats(4000, BlockKind::Code), 4);
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), 512);
+        assert_eq!(r.required_span(1, BlockKind::SingleChar), 2048);
         assert_eq!(r.required_span(2, BlockKind::Text), 64);
     }
 

@@ -238,6 +238,7 @@ impl<T: Unit> Core<T> {
                     start,
                     repeats,
                     detected_at: x + 1,
+                    end: x + 1,
                 };
                 self.candidates.push(Candidate { finding, tracker: None });
             }

@@ -89,7 +89,11 @@ fn agrees_with_oracle_on_random_texts() {
         let got = scan_units(&text, &SMALL_RULES);
         let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
         assert_eq!(got, expected, "case {case}: {shown:?}");
-        assert_eq!(feed_in_chunks(&text, &SMALL_RULES, &mut rng), expected, "chunked, case {case}");
+        assert_eq!(
+            feed_in_chunks(&text, &SMALL_RULES, &mut rng),
+            oracle::first_held(&text, &SMALL_RULES),
+            "chunked, case {case}"
+        );
         found += expected.len();
     }
     assert!(found > 1000, "random texts should reach the rules often, found {found}");
@@ -116,7 +120,11 @@ fn agrees_with_oracle_when_the_window_narrows_again() {
         }
         let expected = oracle::scan(&text, &SMALL_RULES);
         assert_eq!(scan_units(&text, &SMALL_RULES), expected, "case {case}");
-        assert_eq!(feed_in_chunks(&text, &SMALL_RULES, &mut rng), expected, "chunked, case {case}");
+        assert_eq!(
+            feed_in_chunks(&text, &SMALL_RULES, &mut rng),
+            oracle::first_held(&text, &SMALL_RULES),
+            "chunked, case {case}"
+        );
         found += expected.len();
     }
     assert!(found > 100, "the texts should reach the rules often, found {found}");
@@ -193,6 +201,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         code_min_span: 65_537,
         single_char_min_span: 65_537,
         whitespace_min_span: 65_537,
+        table_span: 65_537,
         min_lines: 65_537,
         code_min_lines: 65_537,
     })
@@ -233,7 +242,9 @@ fn load_tools_loops_are_found_within_about_twenty_repeats() {
         let f = first(&block.repeat(2000));
         assert_eq!(f.rule, Rule::PeriodicRun);
         assert_eq!((f.start, f.period), (0, block.chars().count() as u64));
-        assert!(f.repeats <= 25 && f.detected_at <= 250, "{block:?}: {f:?}");
+        assert!(f.detected_at <= 250, "{block:?}: {f:?}");
+        // Offline, the finding is the whole region.
+        assert_eq!((f.repeats, f.end), (2000, 2000 * f.period), "{block:?}: {f:?}");
     }
 }
 
@@ -264,13 +275,16 @@ fn long_blocks_and_lines() {
     }
     let lines: String = (0..40).map(|i| format!("same line{}\n", "\n".repeat(i % 3))).collect();
     let f = first(&lines);
-    assert_eq!((f.rule, f.repeats, f.start), (Rule::IdenticalLines, 25, 0));
+    assert_eq!((f.rule, f.repeats, f.start, f.end), (Rule::IdenticalLines, 40, 0, lines.len() as u64));
+    let mut streamed = Vec::new();
+    Detector::new(DEFAULT_RULES).feed_str(&lines, &mut streamed);
+    assert_eq!((streamed[0].repeats, streamed[0].end), (25, f.detected_at), "as the rule first held");
 }
 
 #[test]
 fn one_letter_fifty_thousand_times() {
     let f = first(&"a".repeat(50_000));
-    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 512));
+    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 2048));
 }
 
 #[test]
@@ -336,18 +350,18 @@ fn token_ids_at_the_top_of_the_range() {
 
 #[test]
 fn units_that_differ_only_in_their_high_bits_differ() {
-    // Narrow storage would read 0x1_0041 or 0x141 as 'A' and see one run of 601 'A's (a finding
-    // at 512).
+    // Narrow storage would read 0x1_0041 or 0x141 as 'A' and see one run of 2,401 'A's (a
+    // finding at 2,048).
     for odd_one in [0x141, 0x1_0041] {
-        let mut units = vec![0x41; 300];
+        let mut units = vec![0x41; 1200];
         units.push(odd_one);
-        units.extend([0x41; 300]);
+        units.extend([0x41; 1200]);
         assert_eq!(scan_units(&units, &DEFAULT_RULES), vec![], "{odd_one:#x}");
     }
-    let mut units = vec![0x41; 300];
+    let mut units = vec![0x41; 1200];
     units.push(0x1_0041);
-    units.extend([0x41; 300]);
-    units.extend([0x41; 600]);
+    units.extend([0x41; 1200]);
+    units.extend([0x41; 1200]);
     assert_eq!(scan_units(&units, &DEFAULT_RULES), oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(scan_units(&units, &DEFAULT_RULES).len(), 1);
 }

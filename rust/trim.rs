@@ -2,9 +2,10 @@
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
 use crate::detector::scan_stored;
+use crate::extent::{extent, lines_from};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
-use crate::rules::{is_whitespace, Rules};
+use crate::rules::Rules;
 
 /// One region that trimming shortened.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,13 +29,6 @@ impl Removal {
 pub struct Trimmed {
     pub units: Vec<u32>,
     pub removals: Vec<Removal>,
-}
-
-/// Where a region ends and where its kept copies end, as offsets into `units`.
-struct Extent {
-    kept_end: u64,
-    end: u64,
-    removed_repeats: u64,
 }
 
 /// Copies of each repeated block that trimming keeps, unless told otherwise.
@@ -63,77 +57,35 @@ pub(crate) fn removals<S: Unit>(units: &[S], rules: &Rules, keep: u64) -> Vec<Re
     let mut removals = Vec::new();
     let mut cursor = 0u64;
     for finding in scan_stored(units, rules) {
-        let extent = match finding.rule {
-            Rule::PeriodicRun | Rule::LongBlock => periodic_extent(units, &finding, keep),
-            Rule::IdenticalLines => lines_extent(units, &finding, keep),
-        };
-        let start = extent.kept_end.max(cursor);
-        if start >= extent.end {
+        let (kept_end, removed_repeats) = kept(units, &finding, keep);
+        let start = kept_end.max(cursor);
+        if start >= finding.end {
             continue;
         }
-        cursor = extent.end;
-        removals.push(Removal { finding, start, end: extent.end, repeats: extent.removed_repeats });
+        cursor = finding.end;
+        let end = finding.end;
+        removals.push(Removal { finding, start, end, repeats: removed_repeats });
     }
     removals
 }
 
-fn periodic_extent<S: Unit>(units: &[S], finding: &Finding, keep: u64) -> Extent {
-    let p = finding.period as usize;
-    let mut end = finding.detected_at as usize;
-    while end < units.len() && units[end] == units[end - p] {
-        end += 1;
-    }
-    let kept_end = finding.start.saturating_add(keep.saturating_mul(finding.period)).min(end as u64);
-    let removed = end as u64 - kept_end;
-    Extent { kept_end, end: end as u64, removed_repeats: removed.div_ceil(finding.period) }
-}
-
-/// Lines of `units` from `from`: (content start, content end without trailing whitespace, line
-/// end including its newline, whether a newline ended it).
-fn lines_from<S: Unit>(units: &[S], from: usize) -> impl Iterator<Item = (usize, usize, usize, bool)> + '_ {
-    let mut at = from;
-    std::iter::from_fn(move || {
-        if at >= units.len() {
-            return None;
+/// Where the first `keep` copies of a whole finding end, and how many copies (a cut-short last
+/// one counting as one) come after them.
+fn kept<S: Unit>(units: &[S], finding: &Finding, keep: u64) -> (u64, u64) {
+    match finding.rule {
+        Rule::PeriodicRun | Rule::LongBlock => {
+            let kept_end = finding.start.saturating_add(keep.saturating_mul(finding.period)).min(finding.end);
+            (kept_end, (finding.end - kept_end).div_ceil(finding.period))
         }
-        let start = at;
-        let newline = units[at..].iter().position(|&u| u.into() == u32::from('\n'));
-        let (content_end, line_end, terminated) = match newline {
-            Some(i) => (start + i, start + i + 1, true),
-            None => (units.len(), units.len(), false),
-        };
-        let mut trimmed_end = content_end;
-        while trimmed_end > start && is_whitespace(units[trimmed_end - 1].into()) {
-            trimmed_end -= 1;
-        }
-        at = line_end;
-        Some((start, trimmed_end, line_end, terminated))
-    })
-}
-
-fn lines_extent<S: Unit>(units: &[S], finding: &Finding, keep: u64) -> Extent {
-    let mut lines = lines_from(units, finding.start as usize);
-    let (first_start, first_end, first_line_end, _) = lines.next().expect("a finding's first line exists");
-    let content = &units[first_start..first_end];
-    let (mut count, mut end, mut kept_end) = (1u64, first_line_end, first_line_end);
-    for (start, trimmed_end, line_end, terminated) in lines {
-        let line = &units[start..trimmed_end];
-        if line.is_empty() {
-            continue;
-        }
-        // An unterminated last line that starts like the repeated one is a copy cut short.
-        let repeats = line == content || (!terminated && content.starts_with(&units[start..line_end]));
-        if !repeats {
-            break;
-        }
-        count += 1;
-        end = line_end;
-        if count <= keep {
-            kept_end = line_end;
+        Rule::IdenticalLines => {
+            let copies = lines_from(units, finding.start as usize)
+                .take_while(|line| line.start < finding.end as usize)
+                .filter(|line| line.content_end > line.start);
+            let kept_end = copies.take(keep as usize).last().map_or(finding.start, |line| line.end as u64);
+            let all = extent(units, finding);
+            (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(keep))
         }
     }
-    let removed_repeats = count.saturating_sub(keep);
-    Extent { kept_end: kept_end as u64, end: end as u64, removed_repeats }
 }
 
 /// The note left where units were removed, e.g.

@@ -23,8 +23,29 @@
 use arbitrary::Unstructured;
 use loopbreak::{
     scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, RuleValues, Rules, Trimmed,
-    DEFAULT_RULES, SMALL_RULES,
+    DEFAULT_RULES, PACKED_CONTEXT, SMALL_RULES,
 };
+
+/// The findings a detector fed `units` at once reports: each region as its rule first held.
+pub fn stream(units: &[u32], rules: &Rules) -> Vec<Finding> {
+    let mut detector = Detector::new(*rules);
+    let mut out = Vec::new();
+    detector.feed_units(units, &mut out);
+    out
+}
+
+/// An offline scan reports the regions a stream reports, each whole: the same rule, block,
+/// start and detection point; the stream's end is its detection point, the scan's where the
+/// repetition stops, with at least the copies the stream saw.
+pub fn check_whole(units: &[u32], held: &[Finding], whole: &[Finding]) {
+    assert_eq!(held.len(), whole.len(), "scan and stream disagree on {}", show(units));
+    for (h, w) in held.iter().zip(whole) {
+        let key = |f: &Finding| (f.rule, f.period, f.block.clone(), f.start, f.detected_at);
+        assert_eq!(key(h), key(w), "scan and stream disagree on {}", show(units));
+        assert_eq!(h.end, h.detected_at, "a stream's end is its detection point: {}", show(units));
+        assert!(w.end >= h.end && w.repeats >= h.repeats && w.end <= units.len() as u64, "{}", show(units));
+    }
+}
 
 /// Generated texts stop growing at this many units (keeps a run in the millisecond range).
 pub const MAX_UNITS: usize = 1 << 15;
@@ -50,6 +71,7 @@ pub const LOW: RuleValues = RuleValues {
     code_min_span: 32,
     single_char_min_span: 32,
     whitespace_min_span: 32,
+    table_span: 32,
     min_lines: 2,
     code_min_lines: 2,
 };
@@ -147,6 +169,7 @@ pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> RuleValues {
         code_min_span: edge_u32(u),
         single_char_min_span: edge_u32(u),
         whitespace_min_span: edge_u32(u),
+        table_span: edge_u32(u),
         min_lines: edge_u32(u),
         code_min_lines: edge_u32(u),
     }
@@ -174,6 +197,7 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 code_min_span: 31 + field(600),
                 single_char_min_span: 31 + field(600),
                 whitespace_min_span: 31 + field(2500),
+                table_span: field(3000),
                 min_lines: 1 + field(40),
                 code_min_lines: 1 + field(60),
             };
@@ -339,7 +363,9 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 assert_eq!(f.block, units[start..start + p], "block is not the first copy: {}", ctx());
                 assert!((start + p..end).all(|j| units[j] == units[j - p]), "evidence is not periodic: {}", ctx());
                 assert!(is_primitive(&f.block), "block is a power of a shorter one: {}", ctx());
-                let need = rules.required_span(f.period as u32, BlockKind::of(&f.block));
+                let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
+                let kind = BlockKind::of_run(&f.block, before).expect("a packed run never counts");
+                let need = rules.required_span(f.period as u32, kind);
                 assert_eq!(f.detected_at - f.start, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(f.repeats, need / f.period, "{}", ctx());
                 assert!(start == 0 || units[start - 1] != units[start - 1 + p], "run starts earlier: {}", ctx());
@@ -364,7 +390,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 let room = (window - 1).saturating_sub(last.len() - trim_trailing_ws(last).len());
                 let shown = &content[content.len() - content.len().min(room)..];
                 assert_eq!(f.block, shown, "block is not the line (or its tail): {}", ctx());
-                let need = u64::from(rules.required_lines(BlockKind::of(content)));
+                let need = rules.required_lines(BlockKind::of(content), content.len() as u64);
                 assert_eq!((f.repeats, copies), (need, need), "not where the rule first holds: {}", ctx());
                 // The streak starts here: the previous non-blank line (if any) differs.
                 if start > 0 {
@@ -455,17 +481,19 @@ pub fn check_chunking(data: &[u8]) {
         return;
     }
     let whole = scan_units(&units, &rules);
+    let held = stream(&units, &rules);
+    check_whole(&units, &held, &whole);
     let (chunked, detector) = feed_chunks(&rules, &units, &cuts);
-    assert_eq!(chunked, whole, "chunking {cuts:?} changed the findings of {}", show(&units));
+    assert_eq!(chunked, held, "chunking {cuts:?} changed the findings of {}", show(&units));
     assert_eq!(detector.units_seen(), units.len() as u64);
-    assert_eq!(detector.finding(), whole.first());
+    assert_eq!(detector.finding(), held.first());
 
     let mut one = Detector::new(rules);
     let mut pushed = Vec::new();
     for &unit in &units {
         one.push(unit, &mut pushed);
     }
-    assert_eq!(pushed, whole, "one unit at a time: {}", show(&units));
+    assert_eq!(pushed, held, "one unit at a time: {}", show(&units));
 
     // A detector cloned mid-stream carries on exactly like the original; a reset one is new.
     let split = cuts.first().map_or(units.len() / 2, |&c| c.min(units.len()));
@@ -476,11 +504,11 @@ pub fn check_chunking(data: &[u8]) {
     let mut out2 = out.clone();
     first.feed_units(&units[split..], &mut out);
     second.feed_units(&units[split..], &mut out2);
-    assert_eq!((&out, &out2), (&whole, &whole), "clone at {split}: {}", show(&units));
+    assert_eq!((&out, &out2), (&held, &held), "clone at {split}: {}", show(&units));
     first.reset();
     let mut again = Vec::new();
     first.feed_units(&units, &mut again);
-    assert_eq!(again, whole, "after reset: {}", show(&units));
+    assert_eq!(again, held, "after reset: {}", show(&units));
 
     if text {
         let s = to_string(&units);
@@ -495,9 +523,9 @@ pub fn check_chunking(data: &[u8]) {
             at = next;
         }
         d.feed_str(&s[bounds[at]..], &mut out);
-        assert_eq!(out, whole, "feed_str in chunks {cuts:?}: {}", show(&units));
+        assert_eq!(out, held, "feed_str in chunks {cuts:?}: {}", show(&units));
     }
-    check_findings(&units, &rules, detector.window_len(), &whole);
+    check_findings(&units, &rules, detector.window_len(), &held);
     compare_with_oracle(&units, &rules, detector.window_len(), &whole);
 }
 
@@ -534,8 +562,8 @@ pub fn check_scan(data: &[u8]) {
     for chunk in units.chunks(7) {
         detector.feed_units(chunk, &mut streamed);
     }
-    assert_eq!(streamed, found, "streamed != scan on {}", show(&units));
-    check_findings(&units, &rules, detector.window_len(), &found);
+    check_whole(&units, &streamed, &found);
+    check_findings(&units, &rules, detector.window_len(), &streamed);
     compare_with_oracle(&units, &rules, detector.window_len(), &found);
 }
 
@@ -656,7 +684,7 @@ pub fn check_rules(data: &[u8]) {
             let span = rules.required_span(p, kind);
             assert!(span >= u64::from(p) * 2 && span >= 32, "span {span} for period {p} {kind:?}: {rules:?}");
             let _ = rules.least_required_span(p);
-            let _ = rules.required_lines(kind);
+            let _ = rules.required_lines(kind, u64::from(p));
         }
     }
     let text = below(&mut u, 2) == 0;
@@ -679,7 +707,7 @@ pub fn check_rules(data: &[u8]) {
         if MASK_KNOWN_BUGS && known_bugs::line_outgrows_window(&units, window) {
             continue;
         }
-        let found = scan_units(&units, &rules);
+        let found = stream(&units, &rules);
         check_findings(&units, &rules, window, &found);
     }
 }
@@ -716,7 +744,7 @@ mod replay {
             s.chars().map(u32::from).collect()
         }
         fn scan_checked(text: &[u32], rules: Rules) {
-            let found = scan_units(text, &rules);
+            let found = stream(text, &rules);
             check_findings(text, &rules, Detector::new(rules).window_len(), &found);
         }
         vec![

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-COLUMNS = ("row", "rule", "period", "start", "repeats", "detected_at")
+COLUMNS = ("row", "rule", "period", "start", "repeats", "detected_at", "end")
 
 Texts = Union[Sequence[str], Any]  # Any: a pyarrow StringArray, LargeStringArray or ChunkedArray
 
@@ -73,8 +73,9 @@ def scan_columns(
     texts: Texts, rules: Optional[Rules] = None, threads: Optional[int] = None
 ) -> dict[str, npt.NDArray[np.int64]]:
     """Every finding of the batch as int64 numpy columns ``row`` (index of the text), ``rule``
-    (an index into ``RULE_NAMES``), ``period``, ``start``, ``repeats`` and ``detected_at``,
-    one entry per finding, in row order. Needs numpy. A null in an Arrow column scans as an
+    (an index into ``RULE_NAMES``), ``period``, ``start``, ``repeats``, ``detected_at`` and
+    ``end``, one entry per finding, in row order; ``repeats`` and ``end`` are each region's
+    whole extent, as ``scan`` reports them. Needs numpy. A null in an Arrow column scans as an
     empty text."""
     import numpy as np
 
@@ -83,7 +84,7 @@ def scan_columns(
         columns: dict[str, list[int]] = {name: [] for name in COLUMNS}
         for row, findings in enumerate(_scan_many(texts, rules, threads)):
             for f in findings:
-                values = (row, RULE_NAMES.index(f.rule), f.period, f.start, f.repeats, f.detected_at)
+                values = (row, RULE_NAMES.index(f.rule), f.period, f.start, f.repeats, f.detected_at, f.end)
                 for name, value in zip(COLUMNS, values):
                     columns[name].append(value)
         return {name: np.asarray(values, dtype=np.int64) for name, values in columns.items()}

@@ -47,17 +47,32 @@ class Rules:
     depend on what the block is made of:
 
     - only whitespace: span >= ``whitespace_min_span`` (2048);
-    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (512);
+    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (2048);
+    - a table row: at least as much whitespace as visible chars (indented data, one short item
+      per line), or at most 11 distinct chars, fewer than one per 6 units (``/.notdef `` eight
+      times on a line, a minified array): repeats >= clamp(ceil(``table_span`` / period),
+      ``long_min_repeats``, ``code_min_repeats``), span >= ``whitespace_min_span``;
     - mostly letters (3 of 4 visible chars), i.e. words in any script: repeats >=
       clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >= ``min_span``;
     - anything else (code, digits, punctuation): the same with ``code_span`` and
       ``code_min_repeats``, span >= ``code_min_span`` (512); blocks of one visible char or of
       whitespace need these repeats too, on top of their span.
 
+    Letters that are not words do not count as letters: in a hex block (every letter a hex
+    digit or ``x``, with a digit or an ``x``: ``0xffffffff, ``) and in a block of one or two
+    capitals (``MV``, a code in a data table), nor in a block of ASCII letters and digits alone
+    that mixes capitals with small letters or letters with digits (an identifier or base64:
+    ``LS0t``, ``Kioq``). A run of words right after ``[`` or ``(`` is a
+    list of items (``tuple[int, int, ...]``) and counts as code. A run of a
+    block of base64 chars (and ``,`` ``;``) after 64 such chars is part of a payload (a data URI,
+    a source map) and is never a finding.
+
     Every block needs at least ``long_min_repeats`` copies. Blocks up to ``max_period`` units are
     reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
-    ``min_lines`` (lines of words) or ``code_min_lines`` (other lines) identical non-empty lines
-    in a row, blank lines between them allowed, are reported as ``identical_lines``.
+    ``min_lines`` (lines of words) or ``code_min_lines`` (other lines; a short one needs enough
+    lines to cover ``code_span`` units with their newlines: ``    None,`` 200 times) identical
+    non-empty lines in a row, blank lines between them allowed, are reported as
+    ``identical_lines``.
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
@@ -69,14 +84,15 @@ class Rules:
         max_period: int = 150,
         max_long_period: int = 3840,
         min_repeats: int = 20,
-        text_span: int = 400,
-        code_min_repeats: int = 50,
+        text_span: int = 480,
+        code_min_repeats: int = 120,
         code_span: int = 2000,
         long_min_repeats: int = 4,
         min_span: int = 64,
         code_min_span: int = 512,
-        single_char_min_span: int = 512,
+        single_char_min_span: int = 2048,
         whitespace_min_span: int = 2048,
+        table_span: int = 4096,
         min_lines: int = 25,
         code_min_lines: int = 100,
     ) -> Self: ...
@@ -103,20 +119,30 @@ class Rules:
     @property
     def whitespace_min_span(self) -> int: ...
     @property
+    def table_span(self) -> int: ...
+    @property
     def min_lines(self) -> int: ...
     @property
     def code_min_lines(self) -> int: ...
     def required_span(self, block: str) -> int:
         """The span (units from the start of the first copy) at which ``block``, repeated back to
-        back, becomes a finding. Raises ``ValueError`` for an empty block."""
+        back at the start of a text, becomes a finding. Raises ``ValueError`` for an empty block."""
     def required_lines(self, line: str) -> int:
-        """How many identical lines in a row make ``line`` (without its newline) a finding."""
+        """How many identical lines in a row make ``line`` (without its newline; trailing
+        whitespace does not count) a finding."""
     def to_dict(self) -> dict[str, int]:
         """The rules as a dict of field name to value."""
 
 @final
 class Finding:
-    """One degenerate region, as it stood when its rule first held (immutable, hashable)."""
+    """One degenerate region (immutable, hashable).
+
+    A streaming detector (``Detector``, ``TokenDetector``, ``TokenStreams``) reports the region
+    as it stood when its rule first held: ``end == detected_at`` and ``repeats`` counts the
+    copies seen by then. An offline scan of a whole text (``scan``, ``scan_many``,
+    ``scan_columns``, ``trim``, ``loopbreak scan``) reports the whole region: ``end`` is where
+    the repetition stops and ``repeats`` counts every full copy in ``text[start:end]``.
+    ``rule``, ``period``, ``block``, ``start`` and ``detected_at`` are the same either way."""
 
     @property
     def rule(self) -> RuleName:
@@ -136,10 +162,16 @@ class Finding:
         """Offset where the first copy starts (for ``identical_lines``, the first line)."""
     @property
     def repeats(self) -> int:
-        """Full copies (or lines) seen when the rule first held."""
+        """Full copies (or lines): those seen when the rule first held (streaming), or every one
+        in the region (offline scan)."""
     @property
     def detected_at(self) -> int:
         """Units seen when the rule first held: ``text[start:detected_at]`` is the evidence."""
+    @property
+    def end(self) -> int:
+        """Where the region ends: ``detected_at`` when streaming; offline, where the repetition
+        stops (a periodic run may end inside a copy; a run of lines ends after the last
+        repeated line's newline, or at the end of a text that ends inside a copy)."""
     def to_dict(self) -> dict[str, Any]:
         """The finding as a dict of plain values, for JSON and logs."""
 
@@ -159,6 +191,8 @@ class TokenFinding:
     def repeats(self) -> int: ...
     @property
     def detected_at(self) -> int: ...
+    @property
+    def end(self) -> int: ...
     def to_dict(self) -> dict[str, Any]: ...
 
 Tokens = Union[Sequence[int], Any]
@@ -218,8 +252,8 @@ def scan_utf8_texts(data: Any, offsets: Any, rules: Optional[Rules] = None, thre
 
 def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
     """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``):
-    six little-endian int64 columns (row, rule code, period, start, repeats, detected_at), the
-    rule code indexing ``RULE_NAMES``.
+    seven little-endian int64 columns (row, rule code, period, start, repeats, detected_at, end),
+    the rule code indexing ``RULE_NAMES``.
     Used by ``loopbreak.scan_columns``."""
 
 @final

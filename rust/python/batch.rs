@@ -54,8 +54,8 @@ pub fn scan_many(
 
 /// `scan_many` over an Arrow-style string column given as its UTF-8 `data` buffer and its
 /// `offsets` buffer (int32 or int64, one more than the rows): returns the findings as columns
-/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at), the rule as
-/// its code (`Rule::code`: its place in `RULE_NAMES`).
+/// of little-endian int64 bytes (row, rule, period, start, repeats, detected_at, end), the rule
+/// as its code (`Rule::code`: its place in `RULE_NAMES`).
 #[pyfunction]
 #[pyo3(signature = (data, offsets, rules = None, threads = None))]
 pub fn scan_utf8_columns<'py>(
@@ -70,7 +70,7 @@ pub fn scan_utf8_columns<'py>(
     let column = Utf8Column::read(py, data, offsets)?;
     let rows = column.rows()?;
     let found = py.detach(|| crate::scan_many(&rows, &rules, threads));
-    let mut columns: [Vec<u8>; 6] = Default::default();
+    let mut columns: [Vec<u8>; 7] = Default::default();
     for (row, findings) in found.iter().enumerate() {
         for f in findings {
             let values = [
@@ -80,6 +80,7 @@ pub fn scan_utf8_columns<'py>(
                 f.start as i64,
                 f.repeats as i64,
                 f.detected_at as i64,
+                f.end as i64,
             ];
             for (column, value) in columns.iter_mut().zip(values) {
                 column.extend_from_slice(&value.to_le_bytes());

@@ -53,6 +53,7 @@ fn to_dict<'py>(py: Python<'py>, finding: &Finding, block: BlockOf) -> PyResult<
     dict.set_item("start", finding.start)?;
     dict.set_item("repeats", finding.repeats)?;
     dict.set_item("detected_at", finding.detected_at)?;
+    dict.set_item("end", finding.end)?;
     Ok(dict)
 }
 
@@ -65,8 +66,8 @@ fn repr(py: Python<'_>, class: &str, finding: &Finding, block: BlockOf) -> PyRes
         preview.push_str("...");
     }
     Ok(format!(
-        "{class}(rule='{}', period={}, block={preview}, start={}, repeats={}, detected_at={})",
-        finding.rule, finding.period, finding.start, finding.repeats, finding.detected_at
+        "{class}(rule='{}', period={}, block={preview}, start={}, repeats={}, detected_at={}, end={})",
+        finding.rule, finding.period, finding.start, finding.repeats, finding.detected_at, finding.end
     ))
 }
 
@@ -95,6 +96,10 @@ impl PyFinding {
     #[getter]
     fn detected_at(&self) -> u64 {
         self.inner.detected_at
+    }
+    #[getter]
+    fn end(&self) -> u64 {
+        self.inner.end
     }
 
     /// The finding as a dict of plain values, for JSON and logs.
@@ -132,6 +137,10 @@ impl PyTokenFinding {
     #[getter]
     fn detected_at(&self) -> u64 {
         self.inner.detected_at
+    }
+    #[getter]
+    fn end(&self) -> u64 {
+        self.inner.end
     }
 
     /// The finding as a dict of plain values, for JSON and logs.

@@ -47,6 +47,7 @@ impl PyRules {
         code_min_span = Int::from(DEFAULT_RULES.code_min_span),
         single_char_min_span = Int::from(DEFAULT_RULES.single_char_min_span),
         whitespace_min_span = Int::from(DEFAULT_RULES.whitespace_min_span),
+        table_span = Int::from(DEFAULT_RULES.table_span),
         min_lines = Int::from(DEFAULT_RULES.min_lines),
         code_min_lines = Int::from(DEFAULT_RULES.code_min_lines),
     ))]
@@ -62,6 +63,7 @@ impl PyRules {
         code_min_span: Int,
         single_char_min_span: Int,
         whitespace_min_span: Int,
+        table_span: Int,
         min_lines: Int,
         code_min_lines: Int,
     ) -> PyResult<Self> {
@@ -77,6 +79,7 @@ impl PyRules {
             code_min_span: rule_value("code_min_span", code_min_span)?,
             single_char_min_span: rule_value("single_char_min_span", single_char_min_span)?,
             whitespace_min_span: rule_value("whitespace_min_span", whitespace_min_span)?,
+            table_span: rule_value("table_span", table_span)?,
             min_lines: rule_value("min_lines", min_lines)?,
             code_min_lines: rule_value("code_min_lines", code_min_lines)?,
         };
@@ -128,6 +131,10 @@ impl PyRules {
         self.inner.whitespace_min_span
     }
     #[getter]
+    fn table_span(&self) -> u32 {
+        self.inner.table_span
+    }
+    #[getter]
     fn min_lines(&self) -> u32 {
         self.inner.min_lines
     }
@@ -137,20 +144,21 @@ impl PyRules {
     }
 
     /// The span (units from the start of the first copy) at which `block`, repeated back
-    /// to back, becomes a finding.
+    /// to back (at the start of a text, so with nothing before it), becomes a finding.
     fn required_span(&self, block: &Bound<'_, PyAny>) -> PyResult<u64> {
         let units = text_arg(block, "block")?.to_units();
         if units.is_empty() {
             return Err(PyValueError::new_err("block must not be empty"));
         }
         let period = u32::try_from(units.len()).map_err(|_| PyValueError::new_err("block is too long"))?;
-        Ok(self.inner.required_span(period, BlockKind::of(&units)))
+        Ok(self.inner.required_span(period, BlockKind::of_block(&units)))
     }
 
     /// How many identical lines in a row make `line` a finding.
-    fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u32> {
+    fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u64> {
         let units = text_arg(line, "line")?.to_units();
-        Ok(self.inner.required_lines(BlockKind::of(&units)))
+        let len = units.iter().rposition(|&u| !crate::rules::is_whitespace(u)).map_or(0, |i| i + 1);
+        Ok(self.inner.required_lines(BlockKind::of(&units[..len]), len as u64))
     }
 
     /// The rules as a dict of field name to value.

@@ -4,7 +4,7 @@
 use super::{Candidate, Core, K};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
-use crate::rules::KindCounts;
+use crate::rules::{BlockKind, PACKED_CONTEXT};
 
 /// Follows one periodic run once sampling has seen it.
 #[derive(Clone, Debug)]
@@ -77,11 +77,15 @@ impl<T: Unit> Core<T> {
             if !self.is_primitive(start, period) {
                 return false;
             }
-            let mut counts = KindCounts::default();
-            for pos in x + 1 - period..=x {
-                counts.add(self.window.at(pos));
-            }
-            let need = self.rules.required_span(period as u32, counts.kind());
+            // The first copy, and what comes before the run as far as the window holds it.
+            let oldest = (x + 1).saturating_sub(self.window.len() as u64);
+            let before = self.window.units(start.saturating_sub(PACKED_CONTEXT as u64).max(oldest), start);
+            let Some(kind) = BlockKind::of_run(&self.window.units(start, start + period), &before) else {
+                // Packed data: followed, never counted, like a claimed run.
+                self.trackers[i].claimed = true;
+                return true;
+            };
+            let need = self.rules.required_span(period as u32, kind);
             let tracker = &mut self.trackers[i];
             tracker.settled = true;
             tracker.need = need;
@@ -193,6 +197,7 @@ impl<T: Unit> Core<T> {
             start: t.start,
             repeats: copies,
             detected_at: x + 1,
+            end: x + 1,
         }
     }
 

@@ -41,11 +41,13 @@ def test_scan_reports_findings_and_exit_codes(tmp_path: Path, capsys: pytest.Cap
 
     assert main(["scan", str(clean), str(loop)]) == 1
     out = capsys.readouterr().out
-    assert "periodic_run: 'loadTools.' x20+ from offset 6" in out
+    # The whole region: all 300 copies, up to the end of the file.
+    assert "periodic_run: 'loadTools.' x300 from offset 6 to 3006" in out
 
     assert main(["scan", "--json", str(loop)]) == 1
     record = json.loads(capsys.readouterr().out)
     assert (record["path"], record["block"], record["start"], record["detected_at"]) == (str(loop), "loadTools.", 6, 206)
+    assert (record["repeats"], record["end"]) == (300, 3006)
 
     assert main(["scan", str(tmp_path / "missing.txt"), str(loop)]) == 2
     captured = capsys.readouterr()

@@ -25,6 +25,7 @@ Character classes follow Rust's ``char`` predicates:
 
 from __future__ import annotations
 
+import dataclasses
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -42,7 +43,17 @@ WHITESPACE: frozenset[str] = frozenset(
     + "\u2028\u2029\u202f\u205f\u3000"
 )
 
-BlockKind = Literal["whitespace", "single_char", "text", "code"]
+BlockKind = Literal["whitespace", "single_char", "text", "code", "table"]
+
+# Letters that are hex digits, or the x of a hex prefix; and the marks of a hex block.
+HEX_LETTERS = frozenset("abcdefABCDEFxX")
+HEX_MARKS = frozenset("0123456789xX")
+# A table row has fewer than one distinct unit per VARIETY units and at most TABLE_ALPHABET of
+# them; PACKED_CONTEXT units of packed data before a run of packed data make it a payload.
+VARIETY = 6
+TABLE_ALPHABET = 11
+PACKED_CONTEXT = 64
+PACKED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/,;")
 
 
 def is_surrogate(ch: str) -> bool:
@@ -60,19 +71,51 @@ def is_letter(ch: str) -> bool:
     return ch.isalpha() or unicodedata.category(ch) == "Nl"
 
 
+def is_lowercase(ch: str) -> bool:
+    return not is_surrogate(ch) and ch.islower() and is_letter(ch)
+
+
 def block_kind(block: str) -> BlockKind:
-    """``BlockKind::of`` in rust/rules.rs: a block of words is mostly letters (3 of 4 visible
-    units) and not mostly indentation (at most one whitespace unit per two visible ones)."""
+    """``BlockKind::of`` in rust/rules.rs (a line's kind). A block of words is mostly letters (3 of 4
+    visible units) and not mostly indentation (at most one whitespace unit per two visible ones);
+    a block with at least as much whitespace as visible units is a table row. Letters do not count in
+    a hex block (every letter in ``HEX_LETTERS``, with a unit of ``HEX_MARKS``) nor in a block of
+    one or two capitals with no whitespace."""
     visible = [ch for ch in block if not is_whitespace(ch)]
     whitespace = len(block) - len(visible)
     if not visible:
         return "whitespace"
     if all(ch == visible[0] for ch in visible):
         return "single_char"
-    letters = sum(1 for ch in visible if is_letter(ch))
-    if 4 * letters >= 3 * len(visible) and 2 * whitespace <= len(visible):
+    if whitespace >= len(visible):
+        return "table"
+    letters = [ch for ch in visible if is_letter(ch)]
+    hex_block = all(ch in HEX_LETTERS for ch in letters) and any(ch in HEX_MARKS for ch in visible)
+    capitals = len(visible) <= 2 and whitespace == 0 and not any(is_lowercase(ch) for ch in visible)
+    ascii_letters = [ch for ch in visible if ch.isascii() and ch.isalpha()]
+    ascii_digits = [ch for ch in visible if ch in "0123456789"]
+    mixed = (any(ch.isupper() for ch in ascii_letters) and any(ch.islower() for ch in ascii_letters)) or (
+        bool(ascii_digits) and bool(letters)
+    )
+    encoded = whitespace == 0 and len(ascii_letters) + len(ascii_digits) == len(visible) and mixed
+    word_letters = 0 if hex_block or capitals or encoded else len(letters)
+    if 4 * word_letters >= 3 * len(visible) and 2 * whitespace <= len(visible):
         return "text"
     return "code"
+
+
+def periodic_kind(block: str, before: str) -> BlockKind | None:
+    """``BlockKind::of_run``: the kind of a run of ``block`` after ``before`` (up to
+    ``PACKED_CONTEXT`` units), or None if the run is part of a packed payload."""
+    if len(before) >= PACKED_CONTEXT and all(ch in PACKED for ch in before[-PACKED_CONTEXT:] + block):
+        return None
+    kind = block_kind(block)
+    distinct = len(set(block))
+    if kind in ("text", "code") and len(block) > VARIETY and distinct <= TABLE_ALPHABET and distinct * VARIETY < len(block):
+        return "table"
+    if kind == "text" and before[-1:] in ("[", "("):
+        return "code"
+    return kind
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -83,6 +126,8 @@ def required_repeats(rules: loopbreak.Rules, period: int, kind: BlockKind) -> in
     # Blocks of one visible char or of whitespace need the repeats of code too.
     if kind == "text":
         most, span = rules.min_repeats, rules.text_span
+    elif kind == "table":
+        most, span = rules.code_min_repeats, rules.table_span
     else:
         most, span = rules.code_min_repeats, rules.code_span
     return min(max(ceil_div(span, period), rules.long_min_repeats), most)
@@ -95,13 +140,19 @@ def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
         floor = rules.single_char_min_span
     elif kind == "code":
         floor = rules.code_min_span
+    elif kind == "table":
+        floor = rules.whitespace_min_span
     else:
         floor = rules.min_span
     return max(required_repeats(rules, period, kind) * period, floor)
 
 
-def required_lines(rules: loopbreak.Rules, kind: BlockKind) -> int:
-    return rules.min_lines if kind == "text" else rules.code_min_lines
+def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
+    """A line of words needs ``min_lines``; any other ``code_min_lines``, and a short one enough
+    lines to cover ``code_span`` units with their newlines."""
+    if kind == "text":
+        return rules.min_lines
+    return max(rules.code_min_lines, ceil_div(rules.code_span, length + 1))
 
 
 def is_primitive(block: str) -> bool:
@@ -130,6 +181,7 @@ class OracleFinding:
     start: int
     repeats: int
     detected_at: int
+    end: int
 
 
 class FindingLike(Protocol):
@@ -145,6 +197,8 @@ class FindingLike(Protocol):
     def repeats(self) -> int: ...
     @property
     def detected_at(self) -> int: ...
+    @property
+    def end(self) -> int: ...
 
 
 def plain(finding: FindingLike) -> OracleFinding:
@@ -156,13 +210,23 @@ def plain(finding: FindingLike) -> OracleFinding:
         start=finding.start,
         repeats=finding.repeats,
         detected_at=finding.detected_at,
+        end=finding.end,
     )
+
+
+def first_held(finding: FindingLike) -> tuple[str, int, str, int, int]:
+    """What a finding says about where its rule first held, the same streaming and offline:
+    ``(rule, period, block, start, detected_at)``."""
+    return (finding.rule, finding.period, finding.block, finding.start, finding.detected_at)
 
 
 @dataclass(frozen=True)
 class Candidate:
+    # The finding as its rule first held (end == detected_at), and the region whole.
     finding: OracleFinding
     anchor: int
+    whole_end: int
+    copies: int
     # periodic: the end of the maximal run; lines: the ends of the streak's lines from the
     # need-th on (each the offset just after its '\n').
     region_end: int
@@ -199,11 +263,14 @@ def periodic_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             block = u[s:a]
             if not is_primitive(block):
                 continue
-            need = required_span(rules, p, block_kind(block))
+            kind = periodic_kind(block, u[max(0, s - PACKED_CONTEXT) : s])
+            if kind is None:
+                continue
+            need = required_span(rules, p, kind)
             if b - s >= need:
                 rule: RuleName = "periodic_run" if p <= rules.max_period else "long_block"
-                finding = OracleFinding(rule, p, block, s, need // p, s + need)
-                out.append(Candidate(finding, anchor=a, region_end=b, line_ends=()))
+                finding = OracleFinding(rule, p, block, s, need // p, s + need, s + need)
+                out.append(Candidate(finding, a, b, (b - s) // p, region_end=b, line_ends=()))
     return out
 
 
@@ -224,12 +291,20 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             k += 1
         streak = nonblank[i : k + 1]
         content = streak[0][1]
-        need = required_lines(rules, block_kind(content))
+        need = required_lines(rules, block_kind(content), len(content))
         if len(streak) >= need:
             first = streak[0][0]
             ends = tuple(line[2] for line in streak[need - 1 :])
-            finding = OracleFinding("identical_lines", len(content), content, first, need, ends[0])
-            out.append(Candidate(finding, anchor=first, region_end=ends[-1], line_ends=ends))
+            finding = OracleFinding("identical_lines", len(content), content, first, need, ends[0], ends[0])
+            # Offline, a last line the text ends in (no newline) is one more copy if it equals
+            # the line, part of one if it starts it.
+            whole_end, copies = ends[-1], len(streak)
+            tail = u[start:]
+            if k == len(nonblank) - 1 and rstrip_whitespace(tail) and (
+                rstrip_whitespace(tail) == content or content.startswith(tail)
+            ):
+                whole_end, copies = len(u), copies + (rstrip_whitespace(tail) == content)
+            out.append(Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends))
         i = k + 1
     return out
 
@@ -241,12 +316,22 @@ def oracle_candidates(rules: loopbreak.Rules, text: str) -> list[Candidate]:
     return cands
 
 
-def oracle_scan(rules: loopbreak.Rules, text: str) -> list[OracleFinding]:
-    """What ``loopbreak.scan(text, rules)`` must return, as plain values."""
-    emitted: list[Candidate] = []
+def emitted(rules: loopbreak.Rules, text: str) -> list[Candidate]:
+    """The candidates no earlier finding claims, in detection order."""
+    kept: list[Candidate] = []
     for cand in oracle_candidates(rules, text):
         t = cand.finding.detected_at
-        claimed = max((e.claim(t) for e in emitted), default=0)
+        claimed = max((e.claim(t) for e in kept), default=0)
         if cand.anchor >= claimed:
-            emitted.append(cand)
-    return [c.finding for c in emitted]
+            kept.append(cand)
+    return kept
+
+
+def oracle_scan(rules: loopbreak.Rules, text: str) -> list[OracleFinding]:
+    """What ``loopbreak.scan(text, rules)`` must return (each region whole), as plain values."""
+    return [dataclasses.replace(c.finding, end=c.whole_end, repeats=c.copies) for c in emitted(rules, text)]
+
+
+def oracle_stream(rules: loopbreak.Rules, text: str) -> list[OracleFinding]:
+    """What a ``Detector`` fed ``text`` must report (each region as its rule first held)."""
+    return [c.finding for c in emitted(rules, text)]

@@ -14,7 +14,7 @@ from loopbreak._batch import Texts, scan_many
 from loopbreak._core import Finding, Rules, Trimmed, trim
 
 # The keys of one finding record, in ``Finding.to_dict`` order, plus what trimming removes.
-RECORD_KEYS = ("rule", "period", "block", "start", "repeats", "detected_at", "trim_units")
+RECORD_KEYS = ("rule", "period", "block", "start", "repeats", "detected_at", "end", "trim_units")
 
 
 @dataclass(frozen=True)

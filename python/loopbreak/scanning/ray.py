@@ -35,6 +35,7 @@ FINDING_SCHEMA = pa.schema(
         ("start", pa.int64()),
         ("repeats", pa.int64()),
         ("detected_at", pa.int64()),
+        ("end", pa.int64()),
         ("trim_units", pa.int64()),
     ]
 )

@@ -113,7 +113,7 @@ class Report:
 def describe(record: dict[str, Any]) -> str:
     block = record["block"] if len(record["block"]) <= 60 else record["block"][:60] + "..."
     return (
-        f"{record['rule']}: {block!r} x{record['repeats']}+ from offset {record['start']}"
+        f"{record['rule']}: {block!r} x{record['repeats']} from offset {record['start']} to {record['end']}"
         f" (period {record['period']}, rule held at {record['detected_at']})"
     )
 

@@ -1,0 +1,109 @@
+//! The whole extent of a finding in a complete text. A streaming detector reports a region as
+//! it stood when its rule first held; an offline scan has the whole text, so it reports where
+//! the repetition stops and every copy it holds (and `trim` cuts by the same extent).
+
+use crate::finding::{Finding, Rule};
+use crate::lanes::Unit;
+use crate::rules::is_whitespace;
+
+/// A region as far as it reaches in the whole text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Extent {
+    /// Where the repetition stops.
+    pub end: u64,
+    /// Full copies (lines) in the region.
+    pub copies: u64,
+    /// The text ends inside one more copy (or the periodic run stops inside one).
+    pub partial: bool,
+}
+
+/// Sets each finding's `end` and `repeats` to its whole extent in `units`.
+pub(crate) fn complete<S: Unit>(units: &[S], findings: &mut [Finding]) {
+    for finding in findings {
+        let extent = extent(units, finding);
+        finding.end = extent.end;
+        finding.repeats = extent.copies;
+    }
+}
+
+/// [`complete`] for the findings of a whole `str` (decoded only when there are some).
+pub(crate) fn complete_str(text: &str, findings: &mut [Finding]) {
+    if !findings.is_empty() {
+        let units: Vec<u32> = text.chars().map(u32::from).collect();
+        complete(&units, findings);
+    }
+}
+
+pub(crate) fn extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
+    match finding.rule {
+        Rule::PeriodicRun | Rule::LongBlock => periodic_extent(units, finding),
+        Rule::IdenticalLines => lines_extent(units, finding),
+    }
+}
+
+fn periodic_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
+    let p = finding.period as usize;
+    let mut end = finding.detected_at as usize;
+    while end < units.len() && units[end] == units[end - p] {
+        end += 1;
+    }
+    let span = end as u64 - finding.start;
+    Extent { end: end as u64, copies: span / finding.period, partial: span % finding.period != 0 }
+}
+
+/// A line of a text: where it starts, where its content ends (trailing whitespace dropped),
+/// where it ends (after its newline), and whether a newline ends it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TextLine {
+    pub start: usize,
+    pub content_end: usize,
+    pub end: usize,
+    pub terminated: bool,
+}
+
+/// The lines of `units` from `from` on.
+pub(crate) fn lines_from<S: Unit>(units: &[S], from: usize) -> impl Iterator<Item = TextLine> + '_ {
+    let newline = S::store(u32::from(b'\n'));
+    let mut at = from;
+    std::iter::from_fn(move || {
+        if at >= units.len() {
+            return None;
+        }
+        let start = at;
+        let (text_end, end, terminated) = match units[at..].iter().position(|&u| u == newline) {
+            Some(i) => (start + i, start + i + 1, true),
+            None => (units.len(), units.len(), false),
+        };
+        let mut content_end = text_end;
+        while content_end > start && is_whitespace(units[content_end - 1].into()) {
+            content_end -= 1;
+        }
+        at = end;
+        Some(TextLine { start, content_end, end, terminated })
+    })
+}
+
+/// The streak of lines equal to the finding's first line (blank lines between them allowed). A
+/// last line the text ends in is a full copy if it equals the line, a partial one if it is
+/// the start of it.
+fn lines_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
+    let mut lines = lines_from(units, finding.start as usize);
+    let first = lines.next().expect("a finding's first line exists");
+    let content = &units[first.start..first.content_end];
+    let mut extent = Extent { end: first.end as u64, copies: 1, partial: false };
+    for line in lines {
+        let text = &units[line.start..line.content_end];
+        if text.is_empty() {
+            continue;
+        }
+        if text == content {
+            extent.copies += 1;
+        } else if !line.terminated && content.starts_with(&units[line.start..line.end]) {
+            extent.partial = true;
+        } else {
+            break;
+        }
+        extent.end = line.end as u64;
+    }
+    extent
+}
