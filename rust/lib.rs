@@ -24,7 +24,7 @@ mod python;
 pub use batch::{map_parallel, scan_many};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
-pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES};
+pub use rules::{BlockKind, Rules, RulesError, DEFAULT_RULES, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 

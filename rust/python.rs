@@ -14,7 +14,7 @@ use pyo3::types::string::PyStringData;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::detector::scan_stored;
-use crate::{map_parallel, BlockKind, Rule, StreamSet, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES};
+use crate::{map_parallel, BlockKind, Rule, StreamSet, trim_units, Detector, Finding, Removal, Rules, DEFAULT_KEEP, DEFAULT_RULES, TOKEN_RULES};
 
 /// Inputs above this many bytes are worked on with the GIL released.
 const DETACH_ABOVE_BYTES: usize = 64 * 1024;
@@ -117,6 +117,12 @@ macro_rules! rules_class {
                 let inner = Rules { $($field: rule_value(stringify!($field), $field)?),* };
                 inner.validate().map_err(|e| PyValueError::new_err(e.0))?;
                 Ok(PyRules { inner })
+            }
+
+            /// The preset for token ids, sized and tuned in tokens (`TOKEN_RULES` in rules.rs).
+            #[staticmethod]
+            fn for_tokens() -> Self {
+                PyRules { inner: TOKEN_RULES }
             }
 
             $(
