@@ -99,14 +99,14 @@ pub const TOKEN_RULES: Rules = Rules {
     // A repeated 92-line code block (llama.cpp#26039, ~3,500 code points) is ~1,100 tokens; the
     // window holds four copies of the longest block: 13 KiB per stream for ids below 65,536.
     max_long_period: 1536,
-    // Benign short blocks reach 32 copies (a 5-token `'\ufffe'` line in encodings/iso8859_8.py)
-    // and 26 (a 4-token line in test_email.py): 45 leaves a 1.41x margin. Real short loops run
-    // for hundreds of copies (SmolLM2: `ny`-like 2-token blocks x500-750 in 1,500 tokens).
+    // Benign short blocks reach 32 copies (a 5-token `'\ufffe'` line in encodings/iso8859_8.py,
+    // load 0.72: a 1.39x margin) and 26 (a 4-token line in test_email.py). Real short loops run
+    // for hundreds of copies: SmolLM2's 2-token loops hold 500-750 in 1,500 tokens.
     min_repeats: 45,
-    // Benign longer blocks reach 9 copies of 87 tokens (MIME header lines in test_email.py, 852
-    // tokens): 1,050 asks 13 copies of that block (1.44x). Every greedy SmolLM2 loop but one (a
-    // 42-token Chinese line x16) is found within its 1,500 tokens, 47% of their tokens before
-    // the limit; the clean outputs hold at most 3 copies of anything.
+    // Benign longer blocks reach 9.8 copies of 87 tokens (MIME header lines in test_email.py, 852
+    // tokens): 1,050 asks 13 copies of that block (load 0.75: 1.33x). 26 of the 28 SmolLM2 loops
+    // are found within their 1,500 tokens (not a 42-token Chinese line x16, nor a sampled 65-token
+    // block x6), 47% of their tokens after the finding; the clean outputs hold 3 copies at most.
     text_span: 1050,
     // The same as the rules of words: ids do not tell code from words.
     code_min_repeats: 45,
@@ -117,8 +117,8 @@ pub const TOKEN_RULES: Rules = Rules {
     // 32 is the least value `validate` accepts.
     min_span: 32,
     code_min_span: 32,
-    // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py), 288 leaves 1.44x;
-    // the `it ` loop of vscode#301818 (one token) shows 300 in its excerpt.
+    // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 288 leaves 1.44x.
+    // The `it ` loop of vscode#301818 (one token) shows 300 copies in its excerpt.
     single_char_min_span: 288,
     whitespace_min_span: 288,
     // The line rule splits at id 10, which is no newline in most vocabularies; a streak of
