@@ -103,8 +103,22 @@ def regression_data() -> Path:
     return REGRESSION_DATA
 
 
+ENGINE_REPORT: list[str] = []
+"""Lines the in-process engine tests report (tokens generated, cost per step), printed at the end."""
+
+
+@pytest.fixture(scope="session")
+def engine_report() -> list[str]:
+    return ENGINE_REPORT
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Reports chars streamed through the guard vs the unguarded run, per prompt."""
+    """Reports what the engine tests measured, then chars streamed through the guard vs the
+    unguarded run, per prompt."""
+    if ENGINE_REPORT:
+        terminalreporter.section("loopbreak inside the engines (SmolLM2-135M, greedy)")
+        for line in ENGINE_REPORT:
+            terminalreporter.write_line(line)
     if not REGRESSION_DATA.exists() or REGRESSION_DATA.stat().st_mtime < _session_start:
         return
     with open(REGRESSION_DATA, encoding="utf-8") as lines:
