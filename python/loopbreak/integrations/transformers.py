@@ -29,7 +29,12 @@ from typing import Any, Optional
 
 import numpy as np
 import torch
-from transformers import GenerationConfig, LogitsProcessor, PreTrainedTokenizerBase, StoppingCriteria
+from transformers import (
+    GenerationConfig,
+    LogitsProcessor,
+    PreTrainedTokenizerBase,
+    StoppingCriteria,
+)
 
 from loopbreak._core import DEFAULT_KEEP, Rules, TokenStreams
 from loopbreak.errors import LoopbreakError
@@ -59,10 +64,13 @@ class _Rows:
         keep: int,
     ) -> None:
         if not isinstance(tokenizer, PreTrainedTokenizerBase):
-            raise TypeError(f"tokenizer must be a transformers tokenizer, got {type(tokenizer).__name__}")
+            raise TypeError(
+                f"tokenizer must be a transformers tokenizer, got {type(tokenizer).__name__}"
+            )
         if not isinstance(generation_config, GenerationConfig):
             raise TypeError(
-                f"generation_config must be a transformers GenerationConfig (model.generation_config),"
+                "generation_config must be a transformers GenerationConfig"
+                " (model.generation_config),"
                 f" got {type(generation_config).__name__}"
             )
         self.tokenizer = tokenizer
@@ -82,7 +90,9 @@ class _Rows:
         """Feeds the tokens ``input_ids`` holds past those seen (``appended`` of them on the
         first call: the rest is the prompt); returns whether some row looped in this call."""
         if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be (batch, sequence), got shape {tuple(input_ids.shape)}")
+            raise ValueError(
+                f"input_ids must be (batch, sequence), got shape {tuple(input_ids.shape)}"
+            )
         batch, length = input_ids.shape
         if self.prompt_length < 0:
             self.prompt_length = length - appended
@@ -116,7 +126,9 @@ class _Rows:
     def _loop(self, row: int, input_ids: torch.Tensor) -> None:
         finding = self.streams.finding(row)
         assert finding is not None
-        generated = input_ids[row, self.prompt_length : self.prompt_length + finding.detected_at].tolist()
+        generated = input_ids[
+            row, self.prompt_length : self.prompt_length + finding.detected_at
+        ].tolist()
         self.loops[row] = token_loop(finding, generated, self._decode, self.rules, self.keep)
         self.live[row] = False
         self.looped[row] = True
@@ -125,7 +137,8 @@ class _Rows:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
 
-class LoopStoppingCriteria(StoppingCriteria):
+# transformers is read as Any by mypy (see pyproject.toml), so its base classes are Any.
+class LoopStoppingCriteria(StoppingCriteria):  # type: ignore[misc]
     """Stops each row of a batch at the step its generated tokens start to loop.
 
     ``tokenizer`` decodes a row once it loops; ``generation_config`` (the one ``generate`` uses,
@@ -148,7 +161,7 @@ class LoopStoppingCriteria(StoppingCriteria):
         """One bool per row, ``True`` for the rows that looped (a bool tensor of shape (batch,),
         on the device of ``input_ids``)."""
         self._rows.observe(input_ids, appended=1)
-        return torch.from_numpy(self._rows.looped.copy()).to(input_ids.device)  # type: ignore[return-value]
+        return torch.from_numpy(self._rows.looped.copy()).to(input_ids.device)
 
     @property
     def loops(self) -> list[Optional[TokenLoop]]:
@@ -160,7 +173,7 @@ class LoopStoppingCriteria(StoppingCriteria):
         return self._rows.rules
 
 
-class LoopEOSLogitsProcessor(LogitsProcessor):
+class LoopEOSLogitsProcessor(LogitsProcessor):  # type: ignore[misc]
     """Makes a row that loops end with ``EOS`` on the next step, so it finishes as a normal
     sequence (``EOS`` last) rather than being cut.
 
@@ -190,7 +203,7 @@ class LoopEOSLogitsProcessor(LogitsProcessor):
         forced = scores.clone()
         forced[rows] = -float("inf")
         forced[rows, self._eos] = 0.0
-        return forced  # type: ignore[return-value]
+        return forced
 
     @property
     def loops(self) -> list[Optional[TokenLoop]]:
