@@ -78,12 +78,16 @@ class _Rows:
         self.keep = check_keep(keep)
         self.eos_ids = _ids(generation_config.eos_token_id)
         # generate() pads finished rows with pad_token_id, or with the first EOS id without one.
-        self.end_ids = np.array(self.eos_ids + _ids(generation_config.pad_token_id), dtype=np.int64)
+        self.end_ids = sorted(set(self.eos_ids + _ids(generation_config.pad_token_id)))
         self.streams = TokenStreams(self.rules)
         self.prompt_length = -1
         self.seen = 0
+        self.slots = np.zeros(0, dtype=np.int64)
         self.live = np.zeros(0, dtype=bool)
+        self.live_rows = 0
         self.looped = np.zeros(0, dtype=bool)
+        self.looped_rows = torch.zeros(0, dtype=torch.bool)
+        """``looped`` as the bool tensor the criteria answers, on the device of ``input_ids``."""
         self.loops: list[Optional[TokenLoop]] = []
 
     def observe(self, input_ids: torch.Tensor, appended: int) -> bool:
@@ -97,28 +101,36 @@ class _Rows:
         if self.prompt_length < 0:
             self.prompt_length = length - appended
             self.live = np.ones(batch, dtype=bool)
+            self.live_rows = batch
             self.looped = np.zeros(batch, dtype=bool)
             self.loops = [None] * batch
-            for _ in range(batch):
-                self.streams.add()
+            self.slots = np.array([self.streams.add() for _ in range(batch)], dtype=np.int64)
+            self.looped_rows = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
         elif batch != len(self.live) or length < self.prompt_length + self.seen:
             raise LoopbreakError(
                 "these input_ids do not continue the generation this object watched: use a new one"
                 " for each generate() call"
             )
         start = self.prompt_length + self.seen
-        if length == start or not self.live.any():
-            self.seen = length - self.prompt_length
+        self.seen = length - self.prompt_length
+        if length == start or self.live_rows == 0:
             return False
-        new = input_ids[:, start:].cpu().numpy()
         any_looped = False
-        for column in new.T:
-            self.seen += 1
-            self.live &= ~np.isin(column, self.end_ids)
-            rows = np.flatnonzero(self.live)
-            if rows.size == 0:
+        for column in input_ids[:, start:].cpu().numpy().T:
+            for end in self.end_ids:
+                ended = column == end
+                if ended.any():
+                    self.live &= ~ended
+                    self.live_rows = int(self.live.sum())
+            # Most steps feed every row: no fancy indexing then.
+            if self.live_rows == len(self.live):
+                fired = self.streams.step(self.slots, column)
+            elif self.live_rows:
+                rows = np.flatnonzero(self.live)
+                fired = self.streams.step(rows, column[rows])
+            else:
                 break
-            for row in self.streams.step(rows, column[rows]):
+            for row in fired:
                 self._loop(row, input_ids)
                 any_looped = True
         return any_looped
@@ -131,7 +143,9 @@ class _Rows:
         ].tolist()
         self.loops[row] = token_loop(finding, generated, self._decode, self.rules, self.keep)
         self.live[row] = False
+        self.live_rows -= 1
         self.looped[row] = True
+        self.looped_rows[row] = True
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
@@ -161,7 +175,7 @@ class LoopStoppingCriteria(StoppingCriteria):  # type: ignore[misc]
         """One bool per row, ``True`` for the rows that looped (a bool tensor of shape (batch,),
         on the device of ``input_ids``)."""
         self._rows.observe(input_ids, appended=1)
-        return torch.from_numpy(self._rows.looped.copy()).to(input_ids.device)
+        return self._rows.looped_rows.clone()
 
     @property
     def loops(self) -> list[Optional[TokenLoop]]:
