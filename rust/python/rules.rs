@@ -86,6 +86,12 @@ impl PyRules {
         Ok(PyRules { inner: Rules::new(values)? })
     }
 
+    /// The preset for token ids, sized and tuned in tokens (`TOKEN_RULES` in rules.rs).
+    #[staticmethod]
+    fn for_tokens() -> Self {
+        PyRules { inner: crate::TOKEN_RULES }
+    }
+
     #[getter]
     fn max_period(&self) -> u32 {
         self.inner.max_period

@@ -10,9 +10,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -81,7 +82,9 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServ
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the model server did not start: {log_path.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"the model server did not start: {log_path.read_text()[-3000:]}"
+                )
             time.sleep(0.5)
         yield ModelServer(url, log_path)
     finally:
@@ -103,17 +106,37 @@ def regression_data() -> Path:
     return REGRESSION_DATA
 
 
+ENGINE_REPORT: list[str] = []
+"""What the in-process engine tests measured (tokens generated, cost per step), printed last."""
+
+
+@pytest.fixture(scope="session")
+def engine_report() -> list[str]:
+    return ENGINE_REPORT
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Reports chars streamed through the guard vs the unguarded run, per prompt."""
+    """Reports what the engine tests measured, then chars streamed through the guard vs the
+    unguarded run, per prompt."""
+    if ENGINE_REPORT:
+        terminalreporter.section("loopbreak inside the engines (SmolLM2-135M, greedy)")
+        for line in ENGINE_REPORT:
+            terminalreporter.write_line(line)
     if not REGRESSION_DATA.exists() or REGRESSION_DATA.stat().st_mtime < _session_start:
         return
     with open(REGRESSION_DATA, encoding="utf-8") as lines:
         rows = [json.loads(line) for line in lines]
     terminalreporter.section("loopbreak on SmolLM2-135M (greedy): guarded vs unguarded")
-    terminalreporter.write_line(f"{'prompt':<12} {'label':<6} {'streamed':>9} {'unguarded':>10} {'tokens':>12}  finding")
+    terminalreporter.write_line(
+        f"{'prompt':<12} {'label':<6} {'streamed':>9} {'unguarded':>10} {'tokens':>12}  finding"
+    )
     for row in rows:
         finding = row["finding"]
-        what = "-" if finding is None else f"{finding['rule']} period {finding['period']} x{finding['repeats']}"
+        what = (
+            "-"
+            if finding is None
+            else f"{finding['rule']} period {finding['period']} x{finding['repeats']}"
+        )
         tokens = f"{row['guarded_chunks']}/{row['completion_chunks']}"
         terminalreporter.write_line(
             f"{row['id']:<12} {row['label']:<6} {row['guarded_chars']:>9} {len(row['text']):>10} {tokens:>12}  {what}"
