@@ -14,7 +14,7 @@ install:
 	$(PIP) install -q -e '.[test]'
 
 # Everything: the style and type gates, the core, the Python suite, then a real model end to end.
-test: install test-rust test-python typecheck e2e
+test: install lint test-rust test-python e2e
 
 # The gates, each runnable alone: style (ruff, rustfmt, clippy), types (mypy --strict) and the
 # hand-written stubs against the built module (stubtest).

@@ -17,8 +17,9 @@ import sqlite3
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from loopbreak.agent.audit import AuditLog, SqliteSink
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
@@ -36,12 +37,13 @@ def decision(run_id: str, seq: int) -> Decision:
         seq=seq,
         step=seq // 3,
         kind=DecisionKind.STOP if stop else DecisionKind.ALLOW,
-        reason=Reason.STEP_LIMIT if stop else Reason.WITHIN_LIMITS,
+        reason=Reason.MAX_STEPS if stop else Reason.WITHIN_LIMITS,
         check=Check.STEPS,
         value=seq // 3,
         limit=RUN_DECISIONS // 3,
         action_key=None,
         elapsed=0.0,
+        message="The run stopped after reaching its step limit." if stop else None,
     )
 
 

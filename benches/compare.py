@@ -26,13 +26,15 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Protocol, Sequence
+from typing import Any, Callable, Optional, Protocol
 
 import audit_writes
 import baseline
 import corpus
 import json_lines
+
 import loopbreak
 
 CHUNK_CHARS = 2048
@@ -178,7 +180,9 @@ def measure_rss_per_stream(name: str, streams: int) -> float:
     return (add_streams() - first) / streams
 
 
-def stepped_streams(streams: int, steps: int, text: str) -> tuple[loopbreak.TokenStreams, Any, list[Any]]:
+def stepped_streams(
+    streams: int, steps: int, text: str
+) -> tuple[loopbreak.TokenStreams, Any, list[Any]]:
     """`streams` token streams, their slots, and `steps` decode steps for them (numpy arrays):
     stream i is fed the code points of `text` from offset 97 * i, so the streams differ. Each
     stream has had one step already, so its window is allocated (a cost of starting, not of
@@ -261,7 +265,13 @@ def openai_chunk_costs(repeats: int, deltas: list[str]) -> Optional[tuple[float,
 
     def event(delta: str) -> str:
         choice = {"index": 0, "delta": {"content": delta}, "logprobs": None, "finish_reason": None}
-        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice]}
+        chunk = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [choice],
+        }
         return json.dumps(chunk)
 
     events = [event(delta) for delta in deltas]
@@ -326,9 +336,13 @@ def mb_per_s(text: str, seconds: float) -> float:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run on a small corpus")
-    parser.add_argument("--rss-per-stream", nargs=2, metavar=("IMPL", "STREAMS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--rss-per-stream", nargs=2, metavar=("IMPL", "STREAMS"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--idle-rss", type=int, metavar="DETECTORS", help=argparse.SUPPRESS)
     parser.add_argument("--trim-rss", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -354,10 +368,16 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     rows: list[tuple[str, list[float], str]] = []
 
     def timed(label: str, measure: Callable[[Impl], float], text: str) -> None:
-        rows.append((label + " (MB/s)", [mb_per_s(text, s) for s in medians(setup.repeats, measure)], ".1f"))
+        rows.append(
+            (label + " (MB/s)", [mb_per_s(text, s) for s in medians(setup.repeats, measure)], ".1f")
+        )
 
     timed("feed 2 KB chunks, clean", lambda impl: feed_seconds(impl, chunks), clean)
-    timed("feed 2 KB chunks, degenerate", lambda impl: feed_seconds(impl, degenerate_chunks), degenerate)
+    timed(
+        "feed 2 KB chunks, degenerate",
+        lambda impl: feed_seconds(impl, degenerate_chunks),
+        degenerate,
+    )
     per_call = medians(setup.repeats, lambda impl: feed_seconds(impl, deltas) / len(deltas))
     rows.append(("feed 4-char deltas, clean (us/call)", [s * 1e6 for s in per_call], ".2f"))
     timed("scan, clean", lambda impl: scan_seconds(impl, clean), clean)
@@ -389,21 +409,35 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     counts = [
         (f"clean files flagged (of {len(clean_files)})", [str(len(f)) for f in flags]),
         (f"loop excerpts found (of {len(loop_files)})", [str(n) for n in found]),
-        ("incident: loop chars before stop, 4-char deltas", ["never" if s is None else str(s) for s in stops]),
+        (
+            "incident: loop chars before stop, 4-char deltas",
+            ["never" if s is None else str(s) for s in stops],
+        ),
     ]
     for label, values in counts:
         print(f"{label:50}" + "".join(f"{v:>12}" for v in values))
     print()
-    print("MB = 10^6 bytes of UTF-8. The Python heap peak does not see loopbreak's Rust state; RSS does.")
+    print(
+        "MB = 10^6 bytes of UTF-8. The Python heap peak does not see loopbreak's Rust state; RSS does."
+    )
     if flags[0]:
         print("loopbreak flagged clean files: " + ", ".join(flags[0]))
     print()
-    floor = statistics.median(feed_seconds(NO_OP, deltas) / len(deltas) for _ in range(setup.repeats))
+    floor = statistics.median(
+        feed_seconds(NO_OP, deltas) / len(deltas) for _ in range(setup.repeats)
+    )
     targets = print_loopbreak_only(setup, clean_files, clean, floor)
     print()
     two_kb = rows[0][1]
     feed_us = rows[2][1]
-    print_targets(setup, deltas, floor, two_kb[0] / two_kb[1], (feed_us[1] - floor * 1e6) / (feed_us[0] - floor * 1e6), *targets)
+    print_targets(
+        setup,
+        deltas,
+        floor,
+        two_kb[0] / two_kb[1],
+        (feed_us[1] - floor * 1e6) / (feed_us[0] - floor * 1e6),
+        *targets,
+    )
 
 
 def print_targets(
@@ -422,13 +456,23 @@ def print_targets(
         rows.append((label, ours, floor, ratio, target))
 
     guarded, bare = guard_vs_feed(setup.repeats, deltas)
-    row("guard(), 4-char deltas (us/delta) / bare feed", f"{guarded * 1e6:.3f}", f"{bare * 1e6:.3f}",
-        f"{guarded / bare:.2f}x", "<= 3x")
+    row(
+        "guard(), 4-char deltas (us/delta) / bare feed",
+        f"{guarded * 1e6:.3f}",
+        f"{bare * 1e6:.3f}",
+        f"{guarded / bare:.2f}x",
+        "<= 3x",
+    )
     costs = openai_chunk_costs(setup.repeats, deltas[:5000])
     if costs is not None:
         adapter, sdk = costs
-        row("guard_chat per chunk (us) / SDK parse of it", f"{adapter * 1e6:.2f}", f"{sdk * 1e6:.2f}",
-            f"{adapter / sdk:.3f}x", "shown")
+        row(
+            "guard_chat per chunk (us) / SDK parse of it",
+            f"{adapter * 1e6:.2f}",
+            f"{sdk * 1e6:.2f}",
+            f"{adapter / sdk:.3f}x",
+            "shown",
+        )
     import tempfile
     from pathlib import Path
 
@@ -437,27 +481,58 @@ def print_targets(
         json_lines.write(path, setup.json_lines_mb)
         size = path.stat().st_size
         (floor, floor_cpu), (scan, scan_cpu) = json_lines.measure(path, setup.repeats)
-    row(f"scan JSON lines {size / 1e6:.0f} MB (MB/s) / json parse", f"{size / scan / 1e6:.1f}",
-        f"{size / floor / 1e6:.1f}", f"{floor / scan:.2f}x", ">= 2x")
-    row("  same, CPU seconds (all threads)", f"{scan_cpu:.2f}", f"{floor_cpu:.2f}", f"{floor_cpu / scan_cpu:.2f}x", "")
+    row(
+        f"scan JSON lines {size / 1e6:.0f} MB (MB/s) / json parse",
+        f"{size / scan / 1e6:.1f}",
+        f"{size / floor / 1e6:.1f}",
+        f"{floor / scan:.2f}x",
+        ">= 2x",
+    )
+    row(
+        "  same, CPU seconds (all threads)",
+        f"{scan_cpu:.2f}",
+        f"{floor_cpu:.2f}",
+        f"{floor_cpu / scan_cpu:.2f}x",
+        "",
+    )
     for processes in (1, 8):
         batched = audit_writes.measure(processes, setup.audit_seconds, batched=True)
         each = audit_writes.measure(processes, setup.audit_seconds, batched=False)
         lost = (batched[1] - batched[2]) + (each[1] - each[2])
-        row(f"audit decisions/s, {processes} process(es) / commit each", f"{batched[0]:,.0f}", f"{each[0]:,.0f}",
-            f"{batched[0] / each[0]:.2f}x", f"{lost} lost")
+        row(
+            f"audit decisions/s, {processes} process(es) / commit each",
+            f"{batched[0]:,.0f}",
+            f"{each[0]:,.0f}",
+            f"{batched[0] / each[0]:.2f}x",
+            f"{lost} lost",
+        )
     row("feed 2 KB chunks, clean / baseline", "", "", f"{two_kb_ratio:.1f}x", ">= 25x")
-    row("4-char deltas above the call floor / baseline", "", f"{call_floor * 1e6:.3f}", f"{below_baseline:.1f}x below",
-        ">= 10x")
+    row(
+        "4-char deltas above the call floor / baseline",
+        "",
+        f"{call_floor * 1e6:.3f}",
+        f"{below_baseline:.1f}x below",
+        ">= 10x",
+    )
     row("TokenStreams.step (ns/stream)", f"{step_ns:.1f}", "", "", "<= 50")
     row("scan_many, 2 threads / 1 thread", "", "", f"{threads_ratio:.2f}x", ">= 1.7x")
     if sys.platform == "linux":
-        row("trim, peak RSS added per char of ASCII (bytes)", f"{trim_rss_per_char():.2f}", "4.00", "", "< 4")
+        row(
+            "trim, peak RSS added per char of ASCII (bytes)",
+            f"{trim_rss_per_char():.2f}",
+            "4.00",
+            "",
+            "< 4",
+        )
     print(f"{'what users run':50}{'loopbreak':>12}{'floor':>12}{'ratio':>14}{'target':>12}")
     for label, ours, floor_value, ratio, target in rows:
         print(f"{label:50}{ours:>12}{floor_value:>12}{ratio:>14}{target:>12}")
-    print("Floors: a bare Detector.feed loop; the SDK's json.loads + ChatCompletionChunk construction;")
-    print("json.loads of each line touching every content (fresh processes, like the scan); one commit")
+    print(
+        "Floors: a bare Detector.feed loop; the SDK's json.loads + ChatCompletionChunk construction;"
+    )
+    print(
+        "json.loads of each line touching every content (fresh processes, like the scan); one commit"
+    )
     print("per audit decision; 4 bytes per char, a text widened to 32-bit units.")
 
 
@@ -467,14 +542,20 @@ def print_loopbreak_only(
     """What the baseline has no counterpart for: batch stepping, threads, idle detectors; and
     the cost of a Python call that does nothing, for the per-delta rows. Returns the step cost
     (ns per stream) and the 2-thread speed-up of scan_many."""
-    steps = [step_ns_per_stream(setup.batch_streams, setup.batch_steps, clean) for _ in range(setup.repeats)]
+    steps = [
+        step_ns_per_stream(setup.batch_streams, setup.batch_steps, clean)
+        for _ in range(setup.repeats)
+    ]
     texts = [text for _, text in clean_files]
     loopbreak.scan_many(texts[:1])  # the first call imports the optional pyarrow support
     one, two = (
-        statistics.median(scan_many_seconds(texts, threads) for _ in range(setup.repeats)) for threads in (1, 2)
+        statistics.median(scan_many_seconds(texts, threads) for _ in range(setup.repeats))
+        for threads in (1, 2)
     )
     print(f"{'loopbreak alone':50}{'':>12}")
-    print(f"{f'TokenStreams.step, {setup.batch_streams} streams (ns/stream)':50}{statistics.median(steps):>12.1f}")
+    print(
+        f"{f'TokenStreams.step, {setup.batch_streams} streams (ns/stream)':50}{statistics.median(steps):>12.1f}"
+    )
     print(f"{'scan_many, clean files, 1 thread (MB/s)':50}{mb_per_s(clean, one):>12.1f}")
     print(f"{'scan_many, clean files, 2 threads (MB/s)':50}{mb_per_s(clean, two):>12.1f}")
     print(f"{'scan_many, 2 threads / 1 thread':50}{one / two:>12.2f}")

@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.transcripts import texts, write_parquet  # noqa: E402
 
+
 def best_seconds(command: list[str], runs: int) -> float:
     best = float("inf")
     for _ in range(runs):
@@ -33,7 +34,9 @@ def best_seconds(command: list[str], runs: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--ray", metavar="ADDRESS", help="also scan on the Ray cluster at ADDRESS")
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=3)
@@ -47,7 +50,9 @@ def main() -> None:
             commands[f"Ray at {args.ray}"] = [*scan, "--ray", args.ray]
         for name, command in commands.items():
             seconds = best_seconds(command, args.runs)
-            print(f"{name:<24} {args.rows / seconds:>10,.0f} rows/s  ({seconds:.2f} s for {args.rows:,} rows)")
+            print(
+                f"{name:<24} {args.rows / seconds:>10,.0f} rows/s  ({seconds:.2f} s for {args.rows:,} rows)"
+            )
 
 
 if __name__ == "__main__":

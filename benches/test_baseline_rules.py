@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
+import baseline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import baseline
-
-LITERAL = re.compile(r"(.{1,%d}?)\1{%d}" % (baseline.MAX_PERIOD, baseline.MIN_REPEATS - 1), re.DOTALL)
+LITERAL = re.compile(rf"(.{{1,{baseline.MAX_PERIOD}}}?)\1{{{baseline.MIN_REPEATS - 1}}}", re.DOTALL)
 
 
 @st.composite

@@ -9,12 +9,11 @@ a few files of the corpus, as a smoke test, and so does ``compare.py --quick``.
 
 from __future__ import annotations
 
-import pytest
-from pytest_benchmark.fixture import BenchmarkFixture
-
 import compare
 import corpus
+import pytest
 from compare import IMPLS, Impl
+from pytest_benchmark.fixture import BenchmarkFixture
 
 # Enabled: the whole clean corpus for chunks and scan; a 256K-char slice for 4-char deltas, which
 # measure a per-call cost and need no more. Disabled (smoke): a few files.
@@ -27,7 +26,9 @@ impls = pytest.mark.parametrize("impl", IMPLS, ids=[impl.name for impl in IMPLS]
 @pytest.fixture(scope="module")
 def clean(request: pytest.FixtureRequest) -> str:
     # pytest-benchmark's own test: --benchmark-enable overrides --benchmark-disable.
-    disabled = request.config.getoption("benchmark_disable") and not request.config.getoption("benchmark_enable")
+    disabled = request.config.getoption("benchmark_disable") and not request.config.getoption(
+        "benchmark_enable"
+    )
     return corpus.clean_text(SMOKE_BYTES if disabled else corpus.CLEAN_BUDGET)
 
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import loopbreak
 
@@ -40,29 +40,79 @@ HIGH = 1 << 24
 # Probe rules: only one kind can fire, at a low threshold.
 PROBES: dict[str, loopbreak.Rules] = {
     "text blocks": loopbreak.Rules(
-        min_repeats=3, text_span=32, long_min_repeats=3, code_min_repeats=HIGH, code_span=HIGH,
-        single_char_min_span=HIGH, whitespace_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        min_repeats=3,
+        text_span=32,
+        long_min_repeats=3,
+        code_min_repeats=HIGH,
+        code_span=HIGH,
+        single_char_min_span=HIGH,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
     ),
     "code blocks": loopbreak.Rules(
-        code_min_repeats=3, code_span=32, code_min_span=32, long_min_repeats=3, min_repeats=HIGH, text_span=HIGH,
-        single_char_min_span=HIGH, whitespace_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        code_min_repeats=3,
+        code_span=32,
+        code_min_span=32,
+        long_min_repeats=3,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        single_char_min_span=HIGH,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
     ),
     "table rows": loopbreak.Rules(
-        code_min_repeats=3, table_span=32, whitespace_min_span=48, code_span=HIGH, code_min_span=HIGH,
-        long_min_repeats=3, min_repeats=HIGH, text_span=HIGH, single_char_min_span=HIGH, min_lines=HIGH,
+        code_min_repeats=3,
+        table_span=32,
+        whitespace_min_span=48,
+        code_span=HIGH,
+        code_min_span=HIGH,
+        long_min_repeats=3,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        single_char_min_span=HIGH,
+        min_lines=HIGH,
         code_min_lines=HIGH,
     ),
     "one-char blocks": loopbreak.Rules(
-        single_char_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=3, code_span=32, code_min_span=HIGH,
-        long_min_repeats=3, whitespace_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        single_char_min_span=48,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        code_min_repeats=3,
+        code_span=32,
+        code_min_span=HIGH,
+        long_min_repeats=3,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
     ),
     "whitespace blocks": loopbreak.Rules(
-        whitespace_min_span=48, min_repeats=HIGH, text_span=HIGH, code_min_repeats=3, code_span=32, code_min_span=HIGH,
-        long_min_repeats=3, single_char_min_span=HIGH, table_span=HIGH, min_lines=HIGH, code_min_lines=HIGH,
+        whitespace_min_span=48,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        code_min_repeats=3,
+        code_span=32,
+        code_min_span=HIGH,
+        long_min_repeats=3,
+        single_char_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
     ),
     "lines": loopbreak.Rules(
-        min_lines=3, code_min_lines=3, code_span=3, min_repeats=HIGH, text_span=HIGH, code_min_repeats=HIGH,
-        single_char_min_span=HIGH, whitespace_min_span=HIGH, table_span=HIGH,
+        min_lines=3,
+        code_min_lines=3,
+        code_span=3,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        code_min_repeats=HIGH,
+        single_char_min_span=HIGH,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
     ),
 }
 
@@ -128,7 +178,9 @@ def benign_report(top: int) -> bool:
         margin = f"{1 / worst:.2f}x" if worst else "inf"
         print(f"\n{name}: {len(found)} benign regions, largest load {worst:.2f} (margin {margin})")
         for r in found[:top]:
-            print(f"  {r.load:5.2f}  {r.rule:15} p={r.period:<5} x{r.copies:<5} span={r.span:<6} {r.block[:50]!r}  {r.source}")
+            print(
+                f"  {r.load:5.2f}  {r.rule:15} p={r.period:<5} x{r.copies:<5} span={r.span:<6} {r.block[:50]!r}  {r.source}"
+            )
     defaults_hits = [(s, f) for s, fs in zip(names, loopbreak.scan_many(texts)) for f in fs]
     print(f"\nfindings with the default rules: {len(defaults_hits)}")
     for s, f in defaults_hits:
@@ -141,22 +193,34 @@ def loops_report() -> None:
     for path in sorted((CORPUS / "loops").glob("*.txt")):
         text = path.read_text(encoding="utf-8")
         found = loopbreak.scan(text)
-        what = ", ".join(f"{f.rule} p={f.period} x{f.repeats} at {f.detected_at} {f.block[:30]!r}" for f in found)
+        what = ", ".join(
+            f"{f.rule} p={f.period} x{f.repeats} at {f.detected_at} {f.block[:30]!r}" for f in found
+        )
         print(f"  {path.name} ({len(text)} chars): {what or '-'}")
     print("\nSmolLM2 outputs (../shared/corpus/model), default rules, by label:")
-    rows = [json.loads(line) for line in (CORPUS / "model" / "outputs.jsonl").read_text().splitlines()]
+    rows = [
+        json.loads(line) for line in (CORPUS / "model" / "outputs.jsonl").read_text().splitlines()
+    ]
     for label in ("loop", "near-loop", "clean"):
         subset = [r for r in rows if r["label"] == label]
         hits = [(r, loopbreak.scan(r["text"])) for r in subset]
         print(f"  {label}: {sum(1 for _, fs in hits if fs)}/{len(subset)} flagged")
         for r, fs in hits:
             first = fs[0] if fs else None
-            shown = f"{first.rule} p={first.period} at {first.detected_at} (loop starts {r['start']})" if first else "-"
-            print(f"    {r['id']:13} p={r['period']} x{r['repeats']} streak={r['identical_line_streak']}: {shown}")
+            shown = (
+                f"{first.rule} p={first.period} at {first.detected_at} (loop starts {r['start']})"
+                if first
+                else "-"
+            )
+            print(
+                f"    {r['id']:13} p={r['period']} x{r['repeats']} streak={r['identical_line_streak']}: {shown}"
+            )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--top", type=int, default=8, help="benign regions to show per kind")
     parser.add_argument("--loops-only", action="store_true")
     args = parser.parse_args()

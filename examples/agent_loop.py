@@ -35,17 +35,18 @@ import json
 import logging
 import re
 import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Optional
 
-from loopbreak.agent.kill_switch import KillSwitch
 from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
 from loopbreak.agent.budget import Budgets, ModelPrice
 from loopbreak.agent.decision import Decision
-from loopbreak.errors import DegenerationDetected
+from loopbreak.agent.kill_switch import KillSwitch
 from loopbreak.agent.policy import PolicyConfig, RunPolicy
 from loopbreak.agent.receipt import Receipt, RunEvidence, save_receipt
+from loopbreak.errors import DegenerationDetected
 from loopbreak.store import Database
 from loopbreak.streaming import persist
 from loopbreak.streaming.guard import guard

@@ -19,7 +19,8 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, AsyncIterator, Optional, Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Optional
 
 import uvicorn
 from anthropic import Anthropic
@@ -28,10 +29,10 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
+from loopbreak.integrations.anthropic import guard_messages
 from loopbreak.store import Database
 from loopbreak.streaming import persist
 from loopbreak.streaming.demo import load_recording, token_deltas
-from loopbreak.integrations.anthropic import guard_messages
 
 THINKING = "The user wants the house ready for the night. I will go through each device in turn."
 

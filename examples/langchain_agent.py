@@ -33,9 +33,9 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from loopbreak.agent.audit import JsonLinesSink
+from loopbreak.agent.receipt import save_receipt
 from loopbreak.integrations.langchain import LoopbreakMiddleware
 from loopbreak.store import Database
-from loopbreak.agent.receipt import save_receipt
 
 
 class ScriptedModel(GenericFakeChatModel):

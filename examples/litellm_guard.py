@@ -15,17 +15,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 # Offline: LiteLLM would otherwise fetch its model-price list from the network on import.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 
+from loopbreak.integrations.litellm import guard_completion
 from loopbreak.store import Database
 from loopbreak.streaming import persist
 from loopbreak.streaming.demo import load_recording
-from loopbreak.integrations.litellm import guard_completion
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

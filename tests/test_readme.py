@@ -17,9 +17,10 @@ import shlex
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,8 +73,7 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(scope="module")
 def openai_server() -> Iterator[str]:
-    for url in serve(Starlette(routes=routes(Recordings()))):
-        yield url
+    yield from serve(Starlette(routes=routes(Recordings())))
 
 
 def test_every_python_block_runs(
@@ -104,7 +104,10 @@ def scan_fixtures(directory: Path) -> None:
     (directory / "transcripts").mkdir()
     (directory / "transcripts" / "a.txt").write_text(loop)
     (directory / "transcripts" / "b.txt").write_text(clean)
-    chats = [{"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": t}]} for t in (clean, loop)]
+    chats = [
+        {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": t}]}
+        for t in (clean, loop)
+    ]
     (directory / "chats.jsonl").write_text("".join(json.dumps(chat) + "\n" for chat in chats))
     pq.write_table(pa.table({"text": [clean, loop]}), directory / "chats.parquet")
     with sqlite3.connect(directory / "runs.db") as db:

@@ -8,7 +8,8 @@ plain or chunked); an Arrow column is read from its buffers, without a Python ob
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from loopbreak._core import RULE_NAMES, Finding, Rules, scan_utf8_columns, scan_utf8_texts
 from loopbreak._core import scan_many as _scan_many
@@ -38,7 +39,9 @@ def _arrow_chunks(texts: Any) -> Optional[list[Any]]:
         return None
     for chunk in chunks:
         if not (pa.types.is_string(chunk.type) or pa.types.is_large_string(chunk.type)):
-            raise TypeError(f"an Arrow column of texts must be string or large_string, got {chunk.type}")
+            raise TypeError(
+                f"an Arrow column of texts must be string or large_string, got {chunk.type}"
+            )
     # A null row has no text, whatever bytes its offsets span: it scans as "" (a copy made by
     # Arrow, only of chunks that hold a null).
     return [pc.fill_null(chunk, "") if chunk.null_count else chunk for chunk in chunks]
@@ -51,12 +54,18 @@ def _buffers(chunk: Any) -> tuple[Any, Any]:
 
     _, offsets_buffer, data_buffer = chunk.buffers()
     width = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
-    offsets = np.frombuffer(offsets_buffer, dtype=width)[chunk.offset : chunk.offset + len(chunk) + 1]
-    data = np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, dtype=np.uint8)
+    offsets = np.frombuffer(offsets_buffer, dtype=width)[
+        chunk.offset : chunk.offset + len(chunk) + 1
+    ]
+    data = (
+        np.zeros(0, np.uint8) if data_buffer is None else np.frombuffer(data_buffer, dtype=np.uint8)
+    )
     return data, np.ascontiguousarray(offsets)
 
 
-def scan_many(texts: Texts, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
+def scan_many(
+    texts: Texts, rules: Optional[Rules] = None, threads: Optional[int] = None
+) -> list[list[Finding]]:
     """The findings of every text, in order: ``[scan(t) for t in texts]``, in parallel.
     ``threads`` (default: one per core) caps the worker threads. A null in an Arrow column
     scans as an empty text."""
@@ -84,7 +93,15 @@ def scan_columns(
         columns: dict[str, list[int]] = {name: [] for name in COLUMNS}
         for row, findings in enumerate(_scan_many(texts, rules, threads)):
             for f in findings:
-                values = (row, RULE_NAMES.index(f.rule), f.period, f.start, f.repeats, f.detected_at, f.end)
+                values = (
+                    row,
+                    RULE_NAMES.index(f.rule),
+                    f.period,
+                    f.start,
+                    f.repeats,
+                    f.detected_at,
+                    f.end,
+                )
                 for name, value in zip(COLUMNS, values):
                     columns[name].append(value)
         return {name: np.asarray(values, dtype=np.int64) for name, values in columns.items()}
@@ -96,4 +113,7 @@ def scan_columns(
             part.append(np.frombuffer(raw, dtype="<i8").astype(np.int64))
         parts[0][-1] += first_row
         first_row += len(chunk)
-    return {name: np.concatenate(part) if part else np.zeros(0, np.int64) for name, part in zip(COLUMNS, parts)}
+    return {
+        name: np.concatenate(part) if part else np.zeros(0, np.int64)
+        for name, part in zip(COLUMNS, parts)
+    }

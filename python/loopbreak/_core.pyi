@@ -2,7 +2,8 @@
 the Python ``str`` the text came from. A ``str`` holding lone surrogates is accepted: each
 surrogate is one unit like any other code point and comes back unchanged."""
 
-from typing import Any, Final, Iterable, Literal, Optional, Sequence, Union, final
+from collections.abc import Iterable, Sequence
+from typing import Any, Final, Literal, Optional, Union, final
 
 from typing_extensions import Self
 
@@ -249,17 +250,23 @@ class TokenStreams:
         """The first finding of the stream in ``slot``, or None."""
     def units_seen(self, slot: int) -> int: ...
 
-def scan_many(texts: Iterable[str], rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
+def scan_many(
+    texts: Iterable[str], rules: Optional[Rules] = None, threads: Optional[int] = None
+) -> list[list[Finding]]:
     """``[scan(t) for t in texts]`` on all cores (or ``threads``) with the GIL released.
     ``threads`` must be at least 1 and below ``2**64`` (``ValueError`` otherwise); more threads
     than cores run as many as there are cores, on a pool kept for later calls with as many.
     ``loopbreak.scan_many`` also takes pyarrow string arrays."""
 
-def scan_utf8_texts(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[list[Finding]]:
+def scan_utf8_texts(
+    data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None
+) -> list[list[Finding]]:
     """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``),
     read from its buffers with no Python object per row. Used by ``loopbreak.scan_many``."""
 
-def scan_utf8_columns(data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None) -> list[bytes]:
+def scan_utf8_columns(
+    data: Any, offsets: Any, rules: Optional[Rules] = None, threads: Optional[int] = None
+) -> list[bytes]:
     """``scan_many`` over an Arrow-style column (UTF-8 ``data`` buffer, int32/int64 ``offsets``):
     seven little-endian int64 columns (row, rule code, period, start, repeats, detected_at, end),
     the rule code indexing ``RULE_NAMES``.

@@ -13,7 +13,9 @@ from loopbreak.streaming import demo
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="loopbreak", description="Stop language-model repetition loops.")
+    parser = argparse.ArgumentParser(
+        prog="loopbreak", description="Stop language-model repetition loops."
+    )
     parser.add_argument("--version", action="version", version=f"loopbreak {__version__}")
     commands = parser.add_subparsers(title="commands", required=True)
     demo.register(commands)

@@ -33,9 +33,10 @@ import sqlite3
 import threading
 import time
 import weakref
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from types import TracebackType
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 from loopbreak.errors import StoreError
 
@@ -103,7 +104,9 @@ TABLES = {
 def _columns(schema: str) -> set[str]:
     """The column names of a ``CREATE TABLE`` statement of ``TABLES``: one per line."""
     body = schema[schema.index("(") + 1 :]
-    return {line.split()[0] for line in body.splitlines() if line.strip() and line.split()[0] != ")"}
+    return {
+        line.split()[0] for line in body.splitlines() if line.strip() and line.split()[0] != ")"
+    }
 
 
 def utc_now() -> str:

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from loopbreak import guard
-from loopbreak.store import BATCH_ROWS, BATCH_SECONDS, TABLES, Database
-from loopbreak.streaming.persist import save_result
-from support.fakes import FakeClock
 from loopbreak.agent.audit import AuditLog, JsonLinesSink, LoggingSink, SqliteSink
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
 from loopbreak.agent.policy import PolicyConfig, RunPolicy
+from loopbreak.store import BATCH_ROWS, BATCH_SECONDS, TABLES, Database
+from loopbreak.streaming.persist import save_result
+from support.fakes import FakeClock
 
 
 def scripted_run(audit: AuditLog, run_id: str = "run-a") -> list[Decision]:
@@ -261,7 +261,8 @@ def test_the_logging_sink_logs_stops_at_warning(caplog: pytest.LogCaptureFixture
     caplog.set_level(logging.DEBUG, logger="loopbreak.agent.audit")
     made = scripted_run(AuditLog([LoggingSink()]))
     records = [record for record in caplog.records if record.name == "loopbreak.agent.audit"]
-    assert [getattr(record, "loopbreak") for record in records] == [d.to_dict() for d in made]
+    # A structured field set through `extra=`: not an attribute LogRecord declares.
+    assert [getattr(record, "loopbreak") for record in records] == [d.to_dict() for d in made]  # noqa: B009
     levels = {DecisionKind.ALLOW: logging.DEBUG, DecisionKind.WARN: logging.INFO}
     levels[DecisionKind.STOP] = logging.WARNING
     assert [record.levelno for record in records] == [levels[d.kind] for d in made]

@@ -7,11 +7,10 @@ from typing import Any, Callable
 
 import pytest
 
-from support.fakes import FakeClock
 from loopbreak.agent.budget import BudgetMeter, Budgets, ModelPrice
 from loopbreak.agent.decision import Check, DecisionKind, Number, Reason
 from loopbreak.agent.policy import PolicyConfig, RunPolicy
-
+from support.fakes import FakeClock
 
 # Prices chosen so costs are exact in binary floating point: 125,000 output tokens at 8.0 per
 # million cost exactly 1.0.

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from loopbreak.agent.kill_switch import KILL_SWITCH_ENV, KillSwitch
 from loopbreak.agent.audit import AuditLog, SqliteSink
 from loopbreak.agent.decision import Check, DecisionKind, Reason
-from loopbreak.errors import RunStopped
+from loopbreak.agent.kill_switch import KILL_SWITCH_ENV, KillSwitch
 from loopbreak.agent.policy import LOCKDOWN_ENV, PolicyConfig, RunPolicy
 from loopbreak.agent.receipt import ReceiptState, RunEvidence, save_receipt
+from loopbreak.errors import RunStopped
 from loopbreak.store import Database
 
 PYTHON_PATH = str(Path(__file__).resolve().parents[2] / "python")

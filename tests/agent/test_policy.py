@@ -7,11 +7,8 @@ from typing import Any
 
 import pytest
 
-from support.fakes import FakeClock
 from loopbreak.agent.actions import Arguments, action_key
-from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
-from loopbreak.errors import LoopbreakError, RunStopped, StepNotStarted
 from loopbreak.agent.policy import (
     DEFAULT_STOP_MESSAGES,
     FINAL_STEP_NUDGE,
@@ -21,6 +18,8 @@ from loopbreak.agent.policy import (
     RunPolicy,
     StepPlan,
 )
+from loopbreak.errors import LoopbreakError, RunStopped, StepNotStarted
+from support.fakes import FakeClock
 
 MAX = 50
 PROMPT = "You are a careful coding agent. Answer in English."

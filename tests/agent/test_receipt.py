@@ -11,14 +11,20 @@ from typing import Any, Callable, Optional, Union
 
 import pytest
 
-from loopbreak.store import TABLES, Database
-from support.fakes import FakeClock
 from loopbreak import scan
 from loopbreak.agent.budget import Budgets
-from loopbreak.errors import DegenerationDetected
 from loopbreak.agent.policy import LOCKDOWN_ENV, PolicyConfig, RunPolicy
-from loopbreak.agent.receipt import NEXT_ACTIONS, EvidenceKind, ReceiptState, RunEvidence, save_receipt
+from loopbreak.agent.receipt import (
+    NEXT_ACTIONS,
+    EvidenceKind,
+    ReceiptState,
+    RunEvidence,
+    save_receipt,
+)
+from loopbreak.errors import DegenerationDetected
+from loopbreak.store import TABLES, Database
 from loopbreak.streaming.guard import guard
+from support.fakes import FakeClock
 
 LOOPING_STREAM = ["Sure, loading the tools. "] + ["loadTools."] * 500
 

@@ -11,8 +11,9 @@ import json
 import random
 from typing import Any
 
-import loopbreak
 import pytest
+
+import loopbreak
 from loopbreak import DEFAULT_KEEP, Detector, Finding, Rules, scan, trim
 from support.oracle import block_kind, first_held, required_span
 
@@ -34,7 +35,9 @@ FIELDS = [
 ]
 
 
-def feed_in_deltas(text: str, size: int, rules: Rules | None = None) -> tuple[Detector, Finding | None, int]:
+def feed_in_deltas(
+    text: str, size: int, rules: Rules | None = None
+) -> tuple[Detector, Finding | None, int]:
     """Feeds ``text`` in deltas of ``size`` units; returns the detector, the first finding a
     ``feed`` returned, and how many units had been fed when it was returned."""
     detector = Detector(rules)
@@ -66,7 +69,10 @@ def test_rules_defaults_are_readable_and_round_trip() -> None:
     assert json.loads(json.dumps(d)) == d
     # The orders the validation promises hold for the defaults.
     assert rules.max_long_period >= rules.max_period
-    assert rules.min_repeats >= rules.long_min_repeats and rules.code_min_repeats >= rules.long_min_repeats
+    assert (
+        rules.min_repeats >= rules.long_min_repeats
+        and rules.code_min_repeats >= rules.long_min_repeats
+    )
     assert "Rules(" in repr(rules) and "max_period=" in repr(rules)
 
 
@@ -163,7 +169,9 @@ def test_finding_fields_repr_and_dict() -> None:
     # An offline scan reports the region whole: every copy, to where the repetition stops.
     assert (f.repeats, f.end) == (30, 6 + 30 * 11)
     r = repr(f)
-    assert r.startswith("Finding(") and "periodic_run" in r and "'loadTools. '" in r and "start=6" in r
+    assert (
+        r.startswith("Finding(") and "periodic_run" in r and "'loadTools. '" in r and "start=6" in r
+    )
     d = f.to_dict()
     assert d == {
         "rule": "periodic_run",
@@ -186,7 +194,7 @@ def test_finding_repr_of_a_long_block_stays_readable() -> None:
 
 def test_finding_equality() -> None:
     assert a_finding() == a_finding()
-    assert not (a_finding() != a_finding())
+    assert a_finding() == a_finding()
     other = only(scan("Intro:\n" + "loadTools. " * 30))
     assert a_finding() != other
     not_findings: list[object] = [a_finding().to_dict(), ("periodic_run", 11), None]
@@ -206,7 +214,11 @@ def test_removal_and_trimmed() -> None:
     assert d["finding"] == r.finding.to_dict()
     assert "loadTools." in t.text and t.text.endswith("Outro.")
     assert "periodic_run" in t.text and f"removed {r.units} units" in t.text
-    assert trim(text).text == trim(text, keep=DEFAULT_KEEP).text == trim(text, DEFAULT_KEEP, Rules()).text
+    assert (
+        trim(text).text
+        == trim(text, keep=DEFAULT_KEEP).text
+        == trim(text, DEFAULT_KEEP, Rules()).text
+    )
     assert DEFAULT_KEEP == 3
 
 
@@ -350,15 +362,61 @@ def test_clean_text_with_lone_surrogates_comes_back_unchanged() -> None:
 
 
 def prose_words(rng: random.Random, n: int) -> str:
-    words = (
-        "the of and to in is was for on that with as by it at from this be are or an which "
-        "model output stream token detector agent tool call result error value file line code "
-        "returns when where while because however therefore system user assistant response"
-    ).split()
+    words = [
+        "the",
+        "of",
+        "and",
+        "to",
+        "in",
+        "is",
+        "was",
+        "for",
+        "on",
+        "that",
+        "with",
+        "as",
+        "by",
+        "it",
+        "at",
+        "from",
+        "this",
+        "be",
+        "are",
+        "or",
+        "an",
+        "which",
+        "model",
+        "output",
+        "stream",
+        "token",
+        "detector",
+        "agent",
+        "tool",
+        "call",
+        "result",
+        "error",
+        "value",
+        "file",
+        "line",
+        "code",
+        "returns",
+        "when",
+        "where",
+        "while",
+        "because",
+        "however",
+        "therefore",
+        "system",
+        "user",
+        "assistant",
+        "response",
+    ]
     out = []
     for i in range(n):
         out.append(rng.choice(words))
-        out.append(rng.choice([" ", " ", " ", " ", ", ", ". ", ".\n", "\n\n"]) if i % 7 == 6 else " ")
+        out.append(
+            rng.choice([" ", " ", " ", " ", ", ", ". ", ".\n", "\n\n"]) if i % 7 == 6 else " "
+        )
     return "".join(out)
 
 
@@ -378,7 +436,7 @@ def test_scan_of_a_10_mb_text() -> None:
         detector.feed(text[i : i + 2048])
     assert [first_held(f) for f in detector.findings] == [first_held(f) for f in findings]
     t = trim(text)
-    r = only_removal(t)
+    only_removal(t)
     assert len(t.text) < len(text) - 29_000 and t.text.startswith(head[:1000])
 
 
@@ -506,8 +564,18 @@ def test_repeated_300_char_line() -> None:
 
 
 def code_block_90_lines() -> str:
-    names = ["create_user", "delete_user", "rename_user", "list_orders", "cancel_order",
-             "refund_order", "export_report", "import_report", "rotate_keys", "audit_access"]
+    names = [
+        "create_user",
+        "delete_user",
+        "rename_user",
+        "list_orders",
+        "cancel_order",
+        "refund_order",
+        "export_report",
+        "import_report",
+        "rotate_keys",
+        "audit_access",
+    ]
     lines: list[str] = []
     for i, name in enumerate(names):
         lines += [
@@ -552,18 +620,33 @@ def test_50000_char_run_of_one_letter() -> None:
 
 
 def edit_list(rng: random.Random) -> str:
-    files = [f"src/{d}/{m}.py" for d in ("api", "core", "db", "ui", "utils") for m in
-             ("models", "views", "handlers", "schema", "helpers", "routes", "client", "config")]
-    verbs = ["Renamed", "Updated", "Removed unused import in", "Added type hints to",
-             "Fixed off-by-one in", "Reformatted", "Extracted helper from", "Edited"]
+    files = [
+        f"src/{d}/{m}.py"
+        for d in ("api", "core", "db", "ui", "utils")
+        for m in ("models", "views", "handlers", "schema", "helpers", "routes", "client", "config")
+    ]
+    verbs = [
+        "Renamed",
+        "Updated",
+        "Removed unused import in",
+        "Added type hints to",
+        "Fixed off-by-one in",
+        "Reformatted",
+        "Extracted helper from",
+        "Edited",
+    ]
     lines = ["I made the following edits:", ""]
-    for i in range(400):
+    for _ in range(400):
         f = rng.choice(files)
         verb = rng.choice(verbs)
-        lines.append(f"- {verb} `{f}` (line {rng.randint(1, 900)}): {rng.choice(['ok', 'done', 'applied'])}")
+        lines.append(
+            f"- {verb} `{f}` (line {rng.randint(1, 900)}): {rng.choice(['ok', 'done', 'applied'])}"
+        )
     lines += ["", "Applied edits:"]
     for i in range(300):
-        lines.append(f"Edit {i + 1}/300: {rng.choice(files)} +{rng.randint(0, 9)} -{rng.randint(0, 9)}")
+        lines.append(
+            f"Edit {i + 1}/300: {rng.choice(files)} +{rng.randint(0, 9)} -{rng.randint(0, 9)}"
+        )
     lines += ["", "```diff"]
     for i in range(120):
         n = 10 + 7 * i
@@ -585,7 +668,7 @@ def markdown_tables(rng: random.Random) -> str:
     cols = 24
     out.append("| " + " | ".join(f"c{i}" for i in range(cols)) + " |")
     out.append("|" + "---|" * cols)
-    for r in range(40):
+    for _ in range(40):
         out.append("| " + " | ".join(str(rng.choice([0, 0, 0, 1])) for _ in range(cols)) + " |")
     out += ["", "| Feature | Supported | Notes |", "|:--------|:---------:|------:|"]
     for r in range(60):
@@ -648,11 +731,19 @@ def box_diagram() -> str:
 def wireframe() -> str:
     """An 80-column ASCII wireframe of a page: a header, an empty content area, a footer."""
     w = 78
-    lines = ["+" + "-" * w + "+", "|" + " Logo        Home   Docs   Blog   Login".ljust(w) + "|", "+" + "-" * w + "+"]
+    lines = [
+        "+" + "-" * w + "+",
+        "|" + " Logo        Home   Docs   Blog   Login".ljust(w) + "|",
+        "+" + "-" * w + "+",
+    ]
     lines += ["|" + " " * w + "|"] * 3
     lines.append("|" + "(main content)".center(w) + "|")
     lines += ["|" + " " * w + "|"] * 8
-    lines += ["+" + "-" * w + "+", "|" + " (c) 2024 Example Inc.".ljust(w) + "|", "+" + "-" * w + "+"]
+    lines += [
+        "+" + "-" * w + "+",
+        "|" + " (c) 2024 Example Inc.".ljust(w) + "|",
+        "+" + "-" * w + "+",
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,7 @@ import threading
 from typing import Callable
 
 import pytest
+
 from loopbreak import _core
 
 LOOP = "loadTools. " * 40

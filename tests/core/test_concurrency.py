@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 
 import numpy as np
-import pytest
+
 from loopbreak import Detector, TokenDetector, TokenStreams, scan, scan_many, trim
 from support.oracle import first_held
 
@@ -65,7 +65,10 @@ def run_threads(count: int, work: Callable[[int], None]) -> None:
 
 
 def test_threads_feeding_their_own_detectors_match_single_threaded() -> None:
-    cases = [(looping_text(i, BIG if i % 2 else 3000), [1, 17, 4096, BIG, 10**7][i % 5]) for i in range(THREADS * 2)]
+    cases = [
+        (looping_text(i, BIG if i % 2 else 3000), [1, 17, 4096, BIG, 10**7][i % 5])
+        for i in range(THREADS * 2)
+    ]
     expected = [feed_all(Detector(), text, size) for text, size in cases]
     assert all(expected) and len({str(e) for e in expected}) == len(cases)
     results: list[Any] = [None] * len(cases)
@@ -81,7 +84,10 @@ def test_threads_feeding_their_own_detectors_match_single_threaded() -> None:
 
 
 def test_threads_feeding_their_own_token_detectors_match_single_threaded() -> None:
-    arrays = [np.frombuffer(looping_text(i, BIG).encode("ascii"), dtype=np.uint8).astype(np.uint32) for i in range(THREADS)]
+    arrays = [
+        np.frombuffer(looping_text(i, BIG).encode("ascii"), dtype=np.uint8).astype(np.uint32)
+        for i in range(THREADS)
+    ]
     expected = [[f.to_dict() for f in scan_tokens(a)] for a in arrays]
     results: list[Any] = [None] * THREADS
 
@@ -123,7 +129,9 @@ def test_threads_hammering_one_detector_with_small_deltas() -> None:
     feeders = THREADS - THREADS // 4
     total = feeders * per_thread
     assert detector.units_seen == total * len(delta)
-    assert [first_held(f) for f in detector.findings] == [first_held(f) for f in scan(delta * total)]
+    assert [first_held(f) for f in detector.findings] == [
+        first_held(f) for f in scan(delta * total)
+    ]
     assert all(0 <= seen <= total * len(delta) and seen % len(delta) == 0 for seen in polled)
 
 
@@ -146,7 +154,11 @@ def test_threads_stepping_their_own_slots_of_one_token_streams() -> None:
     streams = TokenStreams()
     slots = [[streams.add() for _ in range(4)] for _ in range(THREADS)]
     rng = random.Random(5)
-    tokens = {slot: [rng.randrange(50) for _ in range(300)] + [7, 8, 9] * 200 for row in slots for slot in row}
+    tokens = {
+        slot: [rng.randrange(50) for _ in range(300)] + [7, 8, 9] * 200
+        for row in slots
+        for slot in row
+    }
 
     def work(i: int) -> None:
         for step in range(900):
@@ -224,7 +236,9 @@ def test_shared_detector_with_large_deltas_does_not_deadlock() -> None:
     }
     expected = {"Detector": 2 * 10 * 80_000, "TokenDetector": 2 * 10 * 20_000, "TokenStreams": 200}
     running = {
-        name: subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True)
+        name: subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+        )
         for name, code in scripts.items()
     }
     outcomes: dict[str, Any] = {}
@@ -238,4 +252,3 @@ def test_shared_detector_with_large_deltas_does_not_deadlock() -> None:
             process.communicate()
             outcomes[name] = "deadlock"
     assert outcomes == expected
-

@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-import loopbreak
 import pytest
 from hypothesis import HealthCheck, Phase, event, find, given, settings
 from hypothesis import strategies as st
+
+import loopbreak
 from loopbreak import Detector, Rules, scan, trim
 from support.oracle import (
     Candidate,
@@ -72,16 +73,62 @@ ALPHABETS = ["ab", "ab \n", "a-\n ", "xyz.\n\n", "aé 人\n", "a \r\n\x1c\u3000\
 
 # Letters for which str.isalpha() agrees with Rust's char::is_alphabetic (see oracle.py).
 WORDS = [
-    "the", "loop", "tools", "load", "agent", "model", "court", "it", "Wait,", "line",
-    "is", "only", "data", "row", "here.", "Привет,", "как", "дела?", "снова", "и",
-    "人民法院", "依据", "好。", "执行。", "café", "naïve", "x", "=", "0,", "{}", "->",
-    "def", "f(x):", "return", "#", "|", "---", "    ", "\t", "", "-", "1", "42",
+    "the",
+    "loop",
+    "tools",
+    "load",
+    "agent",
+    "model",
+    "court",
+    "it",
+    "Wait,",
+    "line",
+    "is",
+    "only",
+    "data",
+    "row",
+    "here.",
+    "Привет,",
+    "как",
+    "дела?",
+    "снова",
+    "и",
+    "人民法院",
+    "依据",
+    "好。",
+    "执行。",
+    "café",
+    "naïve",
+    "x",
+    "=",
+    "0,",
+    "{}",
+    "->",
+    "def",
+    "f(x):",
+    "return",
+    "#",
+    "|",
+    "---",
+    "    ",
+    "\t",
+    "",
+    "-",
+    "1",
+    "42",
 ]
 
 SEPARATORS = [" ", " ", " ", "\n", "\n\n", ", ", "  ", "\t"]
 
 EMOJI = [
-    "👍", "👍🏽", "👍🏿", "👨\u200d👩\u200d👧\u200d👦", "🏳️\u200d🌈", "🇫🇷", "❤️", "😀",
+    "👍",
+    "👍🏽",
+    "👍🏿",
+    "👨\u200d👩\u200d👧\u200d👦",
+    "🏳️\u200d🌈",
+    "🇫🇷",
+    "❤️",
+    "😀",
 ]
 COMBINING = ["e\u0301", "a\u0300\u0323", "n\u0303", "o\u0308", "u\u0304\u0301"]
 UNICODE_TOKENS = EMOJI + COMBINING + ["Привет", "мир", "人民", "法院", "é", " ", "\n", "ok", "—"]
@@ -90,7 +137,9 @@ UNICODE_TOKENS = EMOJI + COMBINING + ["Привет", "мир", "人民", "法�
 # --- generators -------------------------------------------------------------------------------
 
 
-def looped_texts(alphabet: str, longest_block: int = 45, most_copies: int = 14) -> st.SearchStrategy[str]:
+def looped_texts(
+    alphabet: str, longest_block: int = 45, most_copies: int = 14
+) -> st.SearchStrategy[str]:
     """Texts over ``alphabet`` made of noise and of blocks repeated back to back."""
     noise = st.text(alphabet, max_size=12)
     loop = st.builds(
@@ -102,7 +151,9 @@ def looped_texts(alphabet: str, longest_block: int = 45, most_copies: int = 14) 
 
 
 @st.composite
-def glitched_loop(draw: st.DrawFn, tokens: list[str], separators: list[str], most_tokens: int, most_copies: int) -> str:
+def glitched_loop(
+    draw: st.DrawFn, tokens: list[str], separators: list[str], most_tokens: int, most_copies: int
+) -> str:
     """A block of tokens repeated, maybe with one copy altered, truncated or doubled."""
     n = draw(st.integers(1, most_tokens))
     parts = []
@@ -130,7 +181,9 @@ def glitched_loop(draw: st.DrawFn, tokens: list[str], separators: list[str], mos
 @st.composite
 def prose(draw: st.DrawFn, tokens: list[str], separators: list[str], most_tokens: int) -> str:
     n = draw(st.integers(0, most_tokens))
-    return "".join(draw(st.sampled_from(tokens)) + draw(st.sampled_from(separators)) for _ in range(n))
+    return "".join(
+        draw(st.sampled_from(tokens)) + draw(st.sampled_from(separators)) for _ in range(n)
+    )
 
 
 def fragments(
@@ -141,9 +194,9 @@ def fragments(
     copies, long ones few, and bounding both keeps the texts (and the oracle) fast."""
     loop = st.one_of(*[glitched_loop(tokens, separators, t, c) for t, c in loops])
     piece = st.tuples(prose(tokens, separators, most_prose), loop).map("".join)
-    return st.tuples(st.lists(piece, min_size=1, max_size=3), prose(tokens, separators, most_prose)).map(
-        lambda t: "".join(t[0]) + t[1]
-    )
+    return st.tuples(
+        st.lists(piece, min_size=1, max_size=3), prose(tokens, separators, most_prose)
+    ).map(lambda t: "".join(t[0]) + t[1])
 
 
 SMALL_FRAGMENTS = fragments(WORDS, SEPARATORS, [(6, 12)], most_prose=8)
@@ -183,7 +236,12 @@ def window_tail(f: OracleFinding, found: list[OracleFinding]) -> OracleFinding:
     """A line longer than the detector's window is reported by the tail the window holds
     (documented): accept that tail in place of the whole line."""
     for g in found:
-        if (g.rule, g.start, g.detected_at, g.period) == (f.rule, f.start, f.detected_at, f.period) and (
+        if (g.rule, g.start, g.detected_at, g.period) == (
+            f.rule,
+            f.start,
+            f.detected_at,
+            f.period,
+        ) and (
             f.rule == "identical_lines" and len(g.block) < f.period and f.block.endswith(g.block)
         ):
             return dataclasses.replace(f, block=g.block)
@@ -273,7 +331,9 @@ def _reaches(strategy: st.SearchStrategy[str], rules: Rules, rule: str) -> str:
         (UNICODE_TEXTS, SMALL, "identical_lines"),
     ],
 )
-def test_generators_reach_the_rules(strategy: st.SearchStrategy[str], rules: Rules, rule: str) -> None:
+def test_generators_reach_the_rules(
+    strategy: st.SearchStrategy[str], rules: Rules, rule: str
+) -> None:
     """Each generator yields texts the core reports ``rule`` on, and the oracle agrees there.
 
     ``find`` raises if no example fires, so the equality properties above cannot pass by never
@@ -314,7 +374,9 @@ def text_and_cuts(draw: st.DrawFn, texts: st.SearchStrategy[str]) -> tuple[str, 
 
 
 @FAST
-@given(case=text_and_cuts(st.one_of(SMALL_FRAGMENTS, looped_texts("ab \n"), looped_texts("xyz.\n\n"))))
+@given(
+    case=text_and_cuts(st.one_of(SMALL_FRAGMENTS, looped_texts("ab \n"), looped_texts("xyz.\n\n")))
+)
 def test_any_chunking_gives_scan_findings(case: tuple[str, list[int]]) -> None:
     text, cuts = case
     detector = feed_in_pieces(text, cuts, SMALL)
@@ -332,7 +394,9 @@ def test_any_chunking_gives_scan_findings_default_rules(case: tuple[str, list[in
     text, cuts = case
     detector = feed_in_pieces(text, cuts, DEFAULT)
     found = [first_held(f) for f in detector.findings]
-    assert found == [first_held(f) for f in scan(text, DEFAULT)], f"text={text!r} cuts={sorted(cuts)}"
+    assert found == [first_held(f) for f in scan(text, DEFAULT)], (
+        f"text={text!r} cuts={sorted(cuts)}"
+    )
     assert all(f.end == f.detected_at for f in detector.findings)
 
 
@@ -414,7 +478,10 @@ def check_trim(text: str, keep: int, rules: Rules) -> None:
 
 
 @FAST
-@given(text=st.one_of(SMALL_FRAGMENTS, looped_texts("ab \n"), looped_texts("xyz.\n\n")), keep=st.integers(1, 5))
+@given(
+    text=st.one_of(SMALL_FRAGMENTS, looped_texts("ab \n"), looped_texts("xyz.\n\n")),
+    keep=st.integers(1, 5),
+)
 def test_trim_keeps_everything_outside_the_removals(text: str, keep: int) -> None:
     check_trim(text, keep, SMALL)
 
@@ -511,18 +578,30 @@ def test_offsets_slice_unicode_loops_default_rules(prefix: str, block: str, copi
         ("0, 1, 2, " * 60, Rules(max_period=10, max_long_period=10)),
         ("abcd" * 20, Rules(max_period=4, max_long_period=4, whitespace_min_span=32)),
         ("loop " * 20, Rules(max_period=5, max_long_period=5, whitespace_min_span=32)),
-        (" " * 32 + "x" + "loop " * 30, Rules(max_period=5, max_long_period=16, whitespace_min_span=32)),
+        (
+            " " * 32 + "x" + "loop " * 30,
+            Rules(max_period=5, max_long_period=16, whitespace_min_span=32),
+        ),
         # ... or reported a block that is not text[start:start + period] ("aaa-----").
         (
             "aaaaa---" * 6,
-            Rules(max_period=8, max_long_period=20, code_span=41, long_min_repeats=2, min_span=32,
-                  code_min_span=32, whitespace_min_span=32),
+            Rules(
+                max_period=8,
+                max_long_period=20,
+                code_span=41,
+                long_min_repeats=2,
+                min_span=32,
+                code_min_span=32,
+                whitespace_min_span=32,
+            ),
         ),
         # Minimised from random rules: a repeated line longer than a small window came back as
         # its last 41 units while the period said 70.
         (
             "the quick brown fox jumps over the lazy dog and keeps running far away\n" * 2,
-            Rules(max_period=10, max_long_period=10, code_span=1, single_char_min_span=34, min_lines=2),
+            Rules(
+                max_period=10, max_long_period=10, code_span=1, single_char_min_span=34, min_lines=2
+            ),
         ),
         # Minimised from test_scan_equals_oracle_small_alphabets: a blank line inside a streak
         # of identical lines holds a whitespace run (a finding of its own); the streak goes on

@@ -6,18 +6,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import loopbreak
 import pytest
+
+import loopbreak
 from support import benign
 
 # ../shared/corpus beside the repository (or beside the folder of worktrees it is in).
 CORPUS = next(
-    (folder / "shared" / "corpus" for folder in Path(__file__).resolve().parents if (folder / "shared" / "corpus").is_dir()),
+    (
+        folder / "shared" / "corpus"
+        for folder in Path(__file__).resolve().parents
+        if (folder / "shared" / "corpus").is_dir()
+    ),
     Path("/nonexistent"),
 )
 STDLIB = benign.STDLIB
 
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not beside the repo")
+needs_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason="../shared/corpus is not beside the repo"
+)
 
 
 def test_the_wide_benign_corpus_has_no_finding() -> None:
@@ -48,7 +55,9 @@ def stdlib_excerpt(relative: str, needle: str, lines: int) -> str:
         ("test/test_email/test_email.py", "        text/plain\n", 30, 26),
     ],
 )
-def test_benign_repeated_lines_from_the_stdlib(relative: str, needle: str, lines: int, copies: int) -> None:
+def test_benign_repeated_lines_from_the_stdlib(
+    relative: str, needle: str, lines: int, copies: int
+) -> None:
     excerpt = stdlib_excerpt(relative, needle, lines)
     assert excerpt.count(needle) >= copies
     assert loopbreak.scan(excerpt) == []
@@ -105,7 +114,9 @@ def test_real_loop_excerpts_are_found(name: str) -> None:
     findings = loopbreak.scan(text)
     assert findings, name
     first = findings[0]
-    rotations = {FOUND_LOOPS[name][i:] + FOUND_LOOPS[name][:i] for i in range(len(FOUND_LOOPS[name]))}
+    rotations = {
+        FOUND_LOOPS[name][i:] + FOUND_LOOPS[name][:i] for i in range(len(FOUND_LOOPS[name]))
+    }
     assert first.block in rotations or FOUND_LOOPS[name] in first.block
     # The evidence is in the text, at the offsets reported.
     if first.rule != "identical_lines":
@@ -127,7 +138,9 @@ def model_outputs() -> list[dict[str, object]]:
 @needs_corpus
 def test_smollm2_outputs_loops_found_clean_untouched() -> None:
     outputs = model_outputs()
-    missed = [o["id"] for o in outputs if o["label"] == "loop" and not loopbreak.scan(str(o["text"]))]
+    missed = [
+        o["id"] for o in outputs if o["label"] == "loop" and not loopbreak.scan(str(o["text"]))
+    ]
     flagged = [o["id"] for o in outputs if o["label"] == "clean" and loopbreak.scan(str(o["text"]))]
     assert (missed, flagged) == ([], [])
 
@@ -140,8 +153,9 @@ def test_smollm2_loops_are_stopped_soon_after_they_start() -> None:
         text, start = str(output["text"]), int(str(output["start"]))
         first = loopbreak.scan(text)[0]
         # Found within what its block requires of a loop that starts where the label says.
-        assert first.detected_at - start <= loopbreak.Rules().required_span(text[start : start + int(str(output["period"]))])
-
+        assert first.detected_at - start <= loopbreak.Rules().required_span(
+            text[start : start + int(str(output["period"]))]
+        )
 
 
 # False positives of the wider benign corpus (support/benign.py), each as a small excerpt of the
@@ -158,20 +172,35 @@ BENIGN_EXCERPTS = {
     # perl's warnings.pm: a bit mask written as hex escapes.
     "hex escapes": ("    'all'\t\t\t\t=> \"" + "\\xaa" * 20 + '", # [0..79]\n', "\\xaa" * 130),
     # A typeshed stub (psutil): a tuple type of 22 ints.
-    "type-stub tuple": ("def proc_info(pid: int) -> tuple[" + "int, " * 21 + "int]: ...\n", " int," * 130),
+    "type-stub tuple": (
+        "def proc_info(pid: int) -> tuple[" + "int, " * 21 + "int]: ...\n",
+        " int," * 130,
+    ),
     # idna/uts46data.py: status codes of a Unicode table, 64 to a line.
     "two-letter table": (
         '    b"' + "M" * 41 + "MV" * 11 + '"\n    b"' + "MV" * 32 + '"\n    b"' + "VX" * 32 + '"\n',
         "MV" * 300,
     ),
-    "line of one capital": ('    b"' + "M" * 64 + '"\n' * 1 + ('    b"' + "M" * 64 + '"\n') * 8, "M" * 2100),
-    "identical indented items": ("uts46_replacements = (\n" + "    None,\n" * 151 + ")\n", "    None,\n" * 260),
+    "line of one capital": (
+        '    b"' + "M" * 64 + '"\n' * 1 + ('    b"' + "M" * 64 + '"\n') * 8,
+        "M" * 2100,
+    ),
+    "identical indented items": (
+        "uts46_replacements = (\n" + "    None,\n" * 151 + ")\n",
+        "    None,\n" * 260,
+    ),
     "lists of the alphabet": ("greek_and_latin = (\n" + ALPHABET * 13 + ")\n", ALPHABET * 20),
     # vim's print/ebcdic-uk.ps: an encoding vector.
-    "encoding vector": ("/VIM-ebcdic-uk[\n" + ("/.notdef " * 7 + "/.notdef\n") * 8, ("/.notdef " * 7 + "/.notdef\n") * 60),
+    "encoding vector": (
+        "/VIM-ebcdic-uk[\n" + ("/.notdef " * 7 + "/.notdef\n") * 8,
+        ("/.notdef " * 7 + "/.notdef\n") * 60,
+    ),
     # ray's speedscope demangler: minified arrays of type codes.
     "minified array": (
-        "var Wa=[" + '"*",0,0,0,"*",0,0,0,"i32",0,0,0,"i32",0,0,0,' * 49 + '"*",0,0,0,' * 98 + "0];\n",
+        "var Wa=["
+        + '"*",0,0,0,"*",0,0,0,"i32",0,0,0,"i32",0,0,0,' * 49
+        + '"*",0,0,0,' * 98
+        + "0];\n",
         '"*",0,0,0,' * 130,
     ),
     # A source map's mappings (ray's dashboard): base64 VLQ, not words.

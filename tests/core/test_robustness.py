@@ -14,10 +14,12 @@ import random
 import subprocess
 import sys
 import textwrap
-from typing import Any, Callable, Iterator
+from collections.abc import Iterator
+from typing import Callable
 
 import numpy as np
 import pytest
+
 from loopbreak import Detector, Rules, TokenDetector, TokenStreams, scan, scan_many, trim
 from support.oracle import first_held
 
@@ -26,22 +28,22 @@ MB = 1 << 20
 
 # About the least `Rules` allows: the detector keeps a window of only ~34 units, so lines and
 # runs longer than the window are cheap to build.
-LOW = dict(
-    max_period=3,
-    max_long_period=12,
-    min_repeats=2,
-    text_span=32,
-    code_min_repeats=2,
-    code_span=32,
-    long_min_repeats=2,
-    min_span=32,
-    code_min_span=32,
-    single_char_min_span=32,
-    whitespace_min_span=32,
-    table_span=32,
-    min_lines=2,
-    code_min_lines=2,
-)
+LOW = {
+    "max_period": 3,
+    "max_long_period": 12,
+    "min_repeats": 2,
+    "text_span": 32,
+    "code_min_repeats": 2,
+    "code_span": 32,
+    "long_min_repeats": 2,
+    "min_span": 32,
+    "code_min_span": 32,
+    "single_char_min_span": 32,
+    "whitespace_min_span": 32,
+    "table_span": 32,
+    "min_lines": 2,
+    "code_min_lines": 2,
+}
 
 
 def rss() -> int:
@@ -50,7 +52,9 @@ def rss() -> int:
         return int(statm.read().split()[1]) * PAGE
 
 
-def random_text(n: int, seed: int = 0, alphabet: bytes = b"abcdefghijklmnopqrstuvwxyz     \n") -> str:
+def random_text(
+    n: int, seed: int = 0, alphabet: bytes = b"abcdefghijklmnopqrstuvwxyz     \n"
+) -> str:
     """`n` units of random ASCII from `alphabet`: no loop any rule could see."""
     table = bytes(alphabet[i % len(alphabet)] for i in range(256))
     return random.Random(seed).randbytes(n).translate(table).decode("ascii")
@@ -72,7 +76,12 @@ def keeps_serving() -> Iterator[None]:
     """After every test, the module still works: a known loop is found where it always is."""
     yield
     [finding] = scan("Here is the plan: " + "loadTools." * 30)
-    assert (finding.rule, finding.period, finding.block, finding.start) == ("periodic_run", 10, "loadTools.", 18)
+    assert (finding.rule, finding.period, finding.block, finding.start) == (
+        "periodic_run",
+        10,
+        "loadTools.",
+        18,
+    )
 
 
 # --- wrong types and values: TypeError / ValueError, never a panic -----------------------------
@@ -154,7 +163,11 @@ def test_bad_values_raise_value_error(call: Callable[[], object]) -> None:
 
 @pytest.mark.parametrize(
     "call",
-    [lambda: Rules(min_span=2**64), lambda: trim("x", keep=2**64), lambda: TokenDetector().feed([2**200])],
+    [
+        lambda: Rules(min_span=2**64),
+        lambda: trim("x", keep=2**64),
+        lambda: TokenDetector().feed([2**200]),
+    ],
     ids=["Rules", "trim keep", "token id"],
 )
 def test_huge_ints_raise_value_error(call: Callable[[], object]) -> None:
@@ -192,7 +205,9 @@ def test_any_code_point_is_a_unit(unit: str) -> None:
     prefix = f"clean {unit} text\n"
     text = prefix + (unit + "ab") * 300 + "\nend" + unit
     findings = scan(text)
-    assert [(f.rule, f.period, f.block, f.start) for f in findings] == [("periodic_run", 3, unit + "ab", len(prefix))]
+    assert [(f.rule, f.period, f.block, f.start) for f in findings] == [
+        ("periodic_run", 3, unit + "ab", len(prefix))
+    ]
     detector = Detector()
     for at in range(0, len(text), 7):
         detector.feed(text[at : at + 7])
@@ -207,7 +222,11 @@ def test_any_code_point_is_a_unit(unit: str) -> None:
 def test_a_run_of_lone_surrogates_or_nul() -> None:
     for unit in ("\ud800", "\x00"):
         [finding] = scan(unit * 10_000)
-        assert (finding.block, finding.start, finding.detected_at) == (unit, 0, Rules().required_span(unit))
+        assert (finding.block, finding.start, finding.detected_at) == (
+            unit,
+            0,
+            Rules().required_span(unit),
+        )
         trimmed = trim(unit * 10_000)
         assert trimmed.text.startswith(unit * 3 + "\n[loopbreak: removed 9997 units")
 
@@ -237,7 +256,10 @@ def test_a_10_mb_single_line() -> None:
     [finding] = scan(looping)
     assert (finding.period, finding.detected_at) == (1, Rules().required_span("x"))
     trimmed = trim(looping)
-    assert trimmed.text == "xxx\n[loopbreak: removed 10485757 units: \"x\" repeated 10485757 more times (periodic_run)]"
+    assert (
+        trimmed.text
+        == 'xxx\n[loopbreak: removed 10485757 units: "x" repeated 10485757 more times (periodic_run)]'
+    )
 
 
 def test_one_million_identical_lines() -> None:
@@ -247,7 +269,12 @@ def test_one_million_identical_lines() -> None:
     [finding] = scan(text)
     span = Rules().required_span("the same line\n")
     assert span < 14 * Rules().required_lines("the same line")
-    assert (finding.rule, finding.period, finding.block, finding.detected_at) == ("periodic_run", 14, "the same line\n", span)
+    assert (finding.rule, finding.period, finding.block, finding.detected_at) == (
+        "periodic_run",
+        14,
+        "the same line\n",
+        span,
+    )
     trimmed = trim(text)
     [removal] = trimmed.removals
     assert trimmed.text.startswith("the same line\n" * 3) and len(trimmed.text) < 200
@@ -263,7 +290,12 @@ def test_one_million_identical_lines() -> None:
 def test_identical_long_lines_beyond_the_periodic_rules() -> None:
     line = random_text(5000, seed=5, alphabet=b"abcdefghij   ") + "z"
     [finding] = scan((line + "\n") * 30)
-    assert (finding.rule, finding.period, finding.block, finding.repeats) == ("identical_lines", 5001, line, 30)
+    assert (finding.rule, finding.period, finding.block, finding.repeats) == (
+        "identical_lines",
+        5001,
+        line,
+        30,
+    )
     assert finding.detected_at == Rules().required_lines(line) * 5002
 
 
@@ -273,7 +305,12 @@ def test_extremely_long_periods() -> None:
     longest, repeats = Rules().max_long_period, Rules().long_min_repeats
     block = random_text(longest, seed=6, alphabet=b"abcdefghijklmnopqrstuvwxyz ")
     [finding] = scan(block * (repeats + 1))
-    assert (finding.rule, finding.period, finding.start, finding.repeats) == ("long_block", longest, 0, repeats + 1)
+    assert (finding.rule, finding.period, finding.start, finding.repeats) == (
+        "long_block",
+        longest,
+        0,
+        repeats + 1,
+    )
     assert finding.detected_at == repeats * longest
     assert scan((block + "!") * (repeats + 1)) == []
     rules = Rules(max_long_period=65536)
@@ -281,7 +318,11 @@ def test_extremely_long_periods() -> None:
     before = rss()
     detector = Detector(rules)
     finding2 = detector.feed(huge * (repeats + 1))
-    assert finding2 is not None and (finding2.rule, finding2.period, finding2.repeats) == ("long_block", 65536, repeats)
+    assert finding2 is not None and (finding2.rule, finding2.period, finding2.repeats) == (
+        "long_block",
+        65536,
+        repeats,
+    )
     assert finding2.block == huge
     assert rss() - before < 64 * MB
 

@@ -13,8 +13,18 @@ from hypothesis import strategies as st
 import loopbreak
 
 SMALL = loopbreak.Rules(
-    max_period=8, max_long_period=40, min_repeats=6, text_span=40, code_min_repeats=8, code_span=60,
-    long_min_repeats=3, min_span=32, code_min_span=32, single_char_min_span=40, whitespace_min_span=48, min_lines=3,
+    max_period=8,
+    max_long_period=40,
+    min_repeats=6,
+    text_span=40,
+    code_min_repeats=8,
+    code_span=60,
+    long_min_repeats=3,
+    min_span=32,
+    code_min_span=32,
+    single_char_min_span=40,
+    whitespace_min_span=48,
+    min_lines=3,
     code_min_lines=4,
 )
 
@@ -35,7 +45,9 @@ def as_ids(text: str) -> list[int]:
     return [ord(ch) for ch in text]
 
 
-def same(text_findings: list[loopbreak.Finding], token_findings: list[loopbreak.TokenFinding]) -> bool:
+def same(
+    text_findings: list[loopbreak.Finding], token_findings: list[loopbreak.TokenFinding]
+) -> bool:
     # Where each rule first held: streaming and offline findings agree on it.
     def key(f: loopbreak.Finding | loopbreak.TokenFinding) -> tuple[str, int, int, int]:
         return (f.rule, f.period, f.start, f.detected_at)
@@ -112,7 +124,11 @@ def test_token_buffers_of_other_integer_types() -> None:
     ids = [7, 8, 9] * 300
     expected = loopbreak.TokenDetector().feed(ids)
     assert expected is not None
-    for tokens in (array.array("H", ids), np.array(ids, dtype=np.int32), np.array(ids, dtype=np.uint64)):
+    for tokens in (
+        array.array("H", ids),
+        np.array(ids, dtype=np.int32),
+        np.array(ids, dtype=np.uint64),
+    ):
         assert loopbreak.TokenDetector().feed(tokens) == expected
 
 
@@ -135,7 +151,12 @@ def test_scan_many_arrow_columns_match_lists() -> None:
     texts = ["loadTools. " * 40, "clean", "Привет " * 30, "", "ab" * 300, "x"]
     expected = [loopbreak.scan(t) for t in texts]
     whole = pa.array(texts)
-    for column in (whole, pa.array(texts, type=pa.large_string()), whole.slice(2), pa.chunked_array([texts[:3], texts[3:]])):
+    for column in (
+        whole,
+        pa.array(texts, type=pa.large_string()),
+        whole.slice(2),
+        pa.chunked_array([texts[:3], texts[3:]]),
+    ):
         offset = len(texts) - len(column)
         assert loopbreak.scan_many(column) == expected[offset:]
         columns = loopbreak.scan_columns(column, threads=2)
@@ -156,7 +177,9 @@ def test_findings_are_hashable_values() -> None:
     text_findings = {loopbreak.scan("ab" * 100)[0], loopbreak.scan("ab" * 100)[0]}
     assert len(text_findings) == 1
     token_finding = loopbreak.TokenDetector().feed([1, 2, 3] * 200)
-    assert token_finding is not None and hash(token_finding) == hash(loopbreak.TokenDetector().feed([1, 2, 3] * 200))
+    assert token_finding is not None and hash(token_finding) == hash(
+        loopbreak.TokenDetector().feed([1, 2, 3] * 200)
+    )
 
 
 # --- Arrow columns: nulls have no text, and a row is read from the buffers ---------------------

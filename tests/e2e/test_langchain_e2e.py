@@ -17,9 +17,9 @@ import pytest
 from langchain.agents import create_agent
 from langchain_openai import ChatOpenAI
 
+from loopbreak.agent.receipt import Receipt, save_receipt
 from loopbreak.integrations.langchain import LoopbreakMiddleware
 from loopbreak.store import Database
-from loopbreak.agent.receipt import Receipt, save_receipt
 
 from .conftest import ModelServer
 from .test_smollm2 import MAX_TOKENS, PROMPTS, wait_for_disconnects

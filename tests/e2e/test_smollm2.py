@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from openai import OpenAI
@@ -125,10 +126,14 @@ def stream(client: OpenAI, prompt: Prompt) -> Any:
 
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda prompt: prompt.id)
-def test_real_model(client: OpenAI, model_server: ModelServer, prompt: Prompt, tmp_path: Path) -> None:
+def test_real_model(
+    client: OpenAI, model_server: ModelServer, prompt: Prompt, tmp_path: Path
+) -> None:
     unguarded_chunks = list(stream(client, prompt))
     unguarded = "".join(c.choices[0].delta.content or "" for c in unguarded_chunks if c.choices)
-    finish_reason = next(c.choices[0].finish_reason for c in reversed(unguarded_chunks) if c.choices)
+    finish_reason = next(
+        c.choices[0].finish_reason for c in reversed(unguarded_chunks) if c.choices
+    )
 
     disconnects = model_server.disconnects()
     guarded = guard_chat(stream(client, prompt), on_degeneration="stop")

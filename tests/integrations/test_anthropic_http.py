@@ -9,23 +9,24 @@ that the server saw the client go away before it had sent the whole loop, and wh
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from anthropic import Anthropic, AsyncAnthropic
 from anthropic.types import MessageParam
 from anthropic.types.beta import BetaMessageParam
-from support.recorded import RECORDED
-from support.recorded_server import Recordings, StreamLog, serve, tool_arguments
 from starlette.applications import Starlette
-from support.anthropic_server import routes
 
 from loopbreak import DegenerationDetected, scan, trim
-from loopbreak.streaming.demo import token_deltas
 from loopbreak.integrations.anthropic import aguard_messages, guard_messages
 from loopbreak.store import Database
+from loopbreak.streaming.demo import token_deltas
 from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from support.anthropic_server import routes
+from support.recorded import RECORDED
+from support.recorded_server import Recordings, StreamLog, serve, tool_arguments
 
 MESSAGES: list[MessageParam] = [{"role": "user", "content": "(the recorded prompt)"}]
 MAX_TOKENS = 2000

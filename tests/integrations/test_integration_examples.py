@@ -11,8 +11,8 @@ from types import ModuleType
 import pytest
 
 from loopbreak import scan
-from loopbreak.streaming.demo import load_recording
 from loopbreak.store import Database
+from loopbreak.streaming.demo import load_recording
 from loopbreak.streaming.persist import load_run
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -33,15 +33,18 @@ from langgraph.types import Command, interrupt
 from loopbreak import scan
 from loopbreak.agent.budget import Budgets
 from loopbreak.agent.decision import Decision, DecisionKind, Reason
-from loopbreak.integrations.langchain import LoopbreakMiddleware
-from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION, PolicyConfig
+from loopbreak.agent.policy import (
+    FINAL_STEP_NUDGE,
+    LOCKDOWN_INSTRUCTION,
+    PolicyConfig,
+)
 from loopbreak.agent.receipt import EvidenceKind, Receipt, ReceiptState, save_receipt
+from loopbreak.integrations.langchain import LoopbreakMiddleware
 from loopbreak.store import Database
 
 SYSTEM = "You are a careful ops agent."
 LOOPING_LINE = "I will check the deployment logs once more to be sure. "
 INTRO = "The deployment failed at the migration step.\n"
-
 
 
 class ScriptedModel(GenericFakeChatModel):

@@ -15,17 +15,15 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRetryMiddleware
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
-from support.recorded import RECORDED
-from support.recorded_server import Recordings, StreamLog, routes, serve
 from starlette.applications import Starlette
 
 from loopbreak import scan
-from loopbreak.integrations.langchain import LoopbreakMiddleware
-from loopbreak.agent.policy import LOCKDOWN_ENV
 from loopbreak.agent.receipt import EvidenceKind, Receipt, ReceiptState
+from loopbreak.integrations.langchain import LoopbreakMiddleware
+from support.recorded import RECORDED
+from support.recorded_server import Recordings, StreamLog, routes, serve
 
 LOOP = RECORDED["d10-greedy"]
-
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from types import AsyncGeneratorType, GeneratorType
-from typing import Any, Iterator
+from typing import Any
 
 # Before litellm's import, which otherwise fetches its model-price list from the network.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -19,14 +20,14 @@ import litellm
 import pytest
 from litellm import CustomStreamWrapper
 from litellm.types.utils import Choices, Message, ModelResponse
-from support.recorded import RECORDED
-from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, routes, serve
 from starlette.applications import Starlette
 
 from loopbreak import DegenerationDetected, scan, trim
 from loopbreak.integrations.litellm import aguard_completion, guard_completion
 from loopbreak.store import Database
 from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from support.recorded import RECORDED
+from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, routes, serve
 
 MESSAGES = [{"role": "user", "content": "(the recorded prompt)"}]
 

@@ -18,20 +18,20 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
-from support.recorded import RECORDED
-from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, StreamLog, routes, serve
 from starlette.applications import Starlette
 
 import loopbreak
 from loopbreak import scan
+from support.recorded import RECORDED
+from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, StreamLog, routes, serve
 
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": "(the recorded prompt)"}]
 MODELS = [

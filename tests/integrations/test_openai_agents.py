@@ -36,11 +36,20 @@ from openai.types.responses import (
     ResponseOutputText,
     ResponseTextDeltaEvent,
 )
-from support.recorded import RECORDED
 
-from loopbreak.agent import AuditLog, Budgets, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
-from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
+from loopbreak.agent import (
+    AuditLog,
+    Budgets,
+    Check,
+    DecisionKind,
+    PolicyConfig,
+    Reason,
+    Receipt,
+    ReceiptState,
+)
 from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
+from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
+from support.recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
 CHUNK = 8

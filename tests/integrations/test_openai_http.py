@@ -10,18 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
-from loopbreak import DegenerationDetected, aguard, scan, trim
-from loopbreak.integrations.openai import aguard_chat, aguard_responses, guard_chat, guard_responses
-from loopbreak.integrations.starlette import sse_response
-from loopbreak.store import Database
-from loopbreak.streaming.guard import AsyncGuarded
-from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletionMessageParam
 from starlette.applications import Starlette
@@ -29,6 +24,13 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
+
+from loopbreak import DegenerationDetected, aguard, scan, trim
+from loopbreak.integrations.openai import aguard_chat, aguard_responses, guard_chat, guard_responses
+from loopbreak.integrations.starlette import sse_response
+from loopbreak.store import Database
+from loopbreak.streaming.guard import AsyncGuarded
+from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
 from support.oracle import first_held
 from support.recorded import RECORDED
 from support.recorded_server import Recordings, StreamLog, routes, serve, tool_arguments
@@ -124,14 +126,18 @@ def test_looping_chat_stream_is_stopped_and_saved_trimmed(server: Server, tmp_pa
     assert run.status == "degenerate" and run.error == error.reason
     assert run.error.startswith("Output degeneration detected")
     assert run.text == trim(error.text).text
-    assert run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+    assert (
+        run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+    )
     client.close()
 
 
 def test_clean_chat_stream_is_saved_unchanged(server: Server, tmp_path: Path) -> None:
     recording, model = RECORDED["d02-sampled"], "content:d02-sampled"
     client = server.openai()
-    guarded = guard_chat(client.chat.completions.create(model=model, messages=MESSAGES, stream=True))
+    guarded = guard_chat(
+        client.chat.completions.create(model=model, messages=MESSAGES, stream=True)
+    )
     assert content_of(list(guarded)) == recording.text
     assert guarded.status == "ok" and guarded.finding is None
     assert server.finished_stream(model).completed
@@ -175,7 +181,9 @@ def test_looping_tool_call_arguments_are_stopped(server: Server, tmp_path: Path)
     assert len(arguments_of(received)) < expected.detected_at
     # The guard stops where the rule first held; scan reports the region whole.
     assert first_held(error.finding) == first_held(expected)
-    assert error.reason.startswith("Output degeneration detected in tool_calls[0].arguments (tool write_file)")
+    assert error.reason.startswith(
+        "Output degeneration detected in tool_calls[0].arguments (tool write_file)"
+    )
     assert server.finished_stream(model).disconnected_early
 
     connection = Database(tmp_path / "runs.db")
@@ -193,8 +201,12 @@ def test_looping_responses_stream_is_stopped(server: Server) -> None:
     recording, model = RECORDED["d06-greedy"], "content:d06-greedy"
     expected = scan(recording.text)[0]
     client = server.openai()
-    guarded = guard_responses(client.responses.create(model=model, input="(prompt)", stream=True), on_degeneration="stop")
-    streamed = "".join(event.delta for event in guarded if event.type == "response.output_text.delta")
+    guarded = guard_responses(
+        client.responses.create(model=model, input="(prompt)", stream=True), on_degeneration="stop"
+    )
+    streamed = "".join(
+        event.delta for event in guarded if event.type == "response.output_text.delta"
+    )
     assert guarded.status == "degenerate"
     assert len(streamed) < expected.detected_at <= len(guarded.text)
     assert guarded.text == recording.text[: len(guarded.text)]
@@ -273,7 +285,9 @@ def test_relay_ends_a_looping_stream_with_a_stop_event(server: Server) -> None:
     run = load_run(connection, server.relay_saved.get(timeout=30))
     connection.close()
     assert (run.status, run.error) == ("degenerate", stop["reason"])
-    assert run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+    assert (
+        run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+    )
 
 
 def test_relay_passes_a_clean_stream_and_says_it_completed(server: Server) -> None:
@@ -281,7 +295,10 @@ def test_relay_passes_a_clean_stream_and_says_it_completed(server: Server) -> No
     with httpx.stream("POST", f"{server.url}/relay", json={"model": model}, timeout=30) as response:
         *deltas, (last_name, stop) = read_events(response)
     assert "".join(data["delta"] for _, data in deltas) == recording.text
-    assert (last_name, stop) == ("stop", {"status": "ok", "reason": "Output complete", "finding": None})
+    assert (last_name, stop) == (
+        "stop",
+        {"status": "ok", "reason": "Output complete", "finding": None},
+    )
 
     connection = Database(server.relay_db)
     run = load_run(connection, server.relay_saved.get(timeout=30))

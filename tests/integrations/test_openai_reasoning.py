@@ -10,21 +10,22 @@ against ``scan`` of the thinking alone; the answer text never holds any thinking
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from openai import AsyncOpenAI, OpenAI
 from openai.types.chat import ChatCompletionMessageParam
-from support.recorded import RECORDED
-from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, StreamLog, routes, serve
 from starlette.applications import Starlette
 
 from loopbreak import DegenerationDetected, scan, trim
-from loopbreak.streaming.demo import token_deltas
 from loopbreak.integrations.openai import aguard_responses, guard_chat, guard_responses
 from loopbreak.store import Database
+from loopbreak.streaming.demo import token_deltas
 from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from support.recorded import RECORDED
+from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, StreamLog, routes, serve
 
 MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": "(the recorded prompt)"}]
 

@@ -26,12 +26,20 @@ from pydantic_ai.exceptions import RunCancelled, RunTimedOut, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from pydantic_ai.models.test import TestModel
-from support.recorded import RECORDED
 
-from loopbreak.agent import AuditLog, Check, DecisionKind, PolicyConfig, Reason, Receipt, ReceiptState
+from loopbreak.agent import (
+    AuditLog,
+    Check,
+    DecisionKind,
+    PolicyConfig,
+    Reason,
+    Receipt,
+    ReceiptState,
+)
+from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
 from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER
 from loopbreak.integrations.pydantic_ai import LoopbreakCapability
-from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
+from support.recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
 CHUNK = 8

@@ -14,8 +14,9 @@ import asyncio
 import gc
 import json
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any, Optional
 
 import httpx
 import pytest

@@ -35,7 +35,9 @@ def test_the_token_preset_is_one_threshold_for_words_and_code() -> None:
     assert rules.required_span("a") == rules.required_span(" ") == rules.single_char_min_span
     # Lines of 24 ids and more need min_lines whatever they look like; shorter lines of "code"
     # need code_span ids in all, as a block does (lines split at id 10, a newline as a code point).
-    assert rules.required_lines("words here and more words") == rules.required_lines("0, 1, 2, 3, 4, 5, 6, 7, 8")
+    assert rules.required_lines("words here and more words") == rules.required_lines(
+        "0, 1, 2, 3, 4, 5, 6, 7, 8"
+    )
     assert rules.required_lines("0, 1, 2, 3, 4, 5, 6, 7, 8") == rules.min_lines
     # Blocks of 24 ids and more need ~text_span tokens, and at least long_min_repeats copies.
     assert rules.required_span("xy" * 15) == 35 * 30

@@ -24,13 +24,22 @@ import pytest
 import loopbreak
 from loopbreak.cli import main
 from loopbreak.scanning.field_path import FieldPath
-from support.transcripts import clean_text, is_loop_row, loop_text, texts, write_parquet, write_sqlite
+from support.transcripts import (
+    clean_text,
+    is_loop_row,
+    loop_text,
+    texts,
+    write_parquet,
+    write_sqlite,
+)
 
 LARGE_ROWS = 100_000
 LARGE_EVERY = 50  # every 50th row of the large file is a loop: 2,000 rows
 
 
-def test_scan_reports_findings_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scan_reports_findings_and_exit_codes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     loop = tmp_path / "loop.txt"
     loop.write_text("Plan:\n" + "loadTools." * 300, encoding="utf-8")
     clean = tmp_path / "clean.txt"
@@ -46,7 +55,12 @@ def test_scan_reports_findings_and_exit_codes(tmp_path: Path, capsys: pytest.Cap
 
     assert main(["scan", "--json", str(loop)]) == 1
     record = json.loads(capsys.readouterr().out)
-    assert (record["path"], record["block"], record["start"], record["detected_at"]) == (str(loop), "loadTools.", 6, 206)
+    assert (record["path"], record["block"], record["start"], record["detected_at"]) == (
+        str(loop),
+        "loadTools.",
+        6,
+        206,
+    )
     assert (record["repeats"], record["end"]) == (300, 3006)
 
     assert main(["scan", str(tmp_path / "missing.txt"), str(loop)]) == 2
@@ -54,7 +68,9 @@ def test_scan_reports_findings_and_exit_codes(tmp_path: Path, capsys: pytest.Cap
     assert "missing.txt" in captured.err and "loadTools." in captured.out
 
 
-def test_scan_undecodable_bytes_keep_offsets(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_scan_undecodable_bytes_keep_offsets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bytes.txt"
     path.write_bytes(b"\xff\xfe" + "это снова ".encode() * 60)
     assert main(["scan", "--json", str(path)]) == 1
@@ -62,7 +78,9 @@ def test_scan_undecodable_bytes_keep_offsets(tmp_path: Path, capsys: pytest.Capt
     assert (record["block"], record["start"]) == ("это снова ", 2)
 
 
-def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, Any]], str]:
+def run_json(
+    capsys: pytest.CaptureFixture[str], *args: str
+) -> tuple[int, list[dict[str, Any]], str]:
     """Exit status, the JSON records on stdout, and stderr (errors and the summary)."""
     status = main(["scan", "--json", *args])
     captured = capsys.readouterr()
@@ -103,7 +121,9 @@ def large_parquet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[
     return path, values
 
 
-def test_parquet_100k_rows(large_parquet: tuple[Path, list[Optional[str]]], capsys: pytest.CaptureFixture[str]) -> None:
+def test_parquet_100k_rows(
+    large_parquet: tuple[Path, list[Optional[str]]], capsys: pytest.CaptureFixture[str]
+) -> None:
     path, values = large_parquet
     status, records, err = run_json(capsys, "--column", "text", str(path))
     assert status == 1
@@ -112,11 +132,18 @@ def test_parquet_100k_rows(large_parquet: tuple[Path, list[Optional[str]]], caps
     assert len({r["row"] for r in expected}) == LARGE_ROWS // LARGE_EVERY
     assert records == expected
 
-    assert f"scanned 1 file, 100,000 rows: {LARGE_ROWS // LARGE_EVERY:,} rows with findings, in 1 file" in err
+    assert (
+        f"scanned 1 file, 100,000 rows: {LARGE_ROWS // LARGE_EVERY:,} rows with findings, in 1 file"
+        in err
+    )
     counts = summary_counts(err)
     for rule in ("periodic_run", "long_block", "identical_lines"):
         of_rule = [r for r in expected if r["rule"] == rule]
-        assert counts[rule] == (len({r["row"] for r in of_rule}), len(of_rule), sum(r["trim_units"] for r in of_rule))
+        assert counts[rule] == (
+            len({r["row"] for r in of_rule}),
+            len(of_rule),
+            sum(r["trim_units"] for r in of_rule),
+        )
     assert counts["all"][2] == sum(r["trim_units"] for r in expected) > 0
 
 
@@ -125,11 +152,15 @@ def test_clean_rows_are_clean() -> None:
 
 
 def test_parquet_trim_out_round_trip(
-    large_parquet: tuple[Path, list[Optional[str]]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    large_parquet: tuple[Path, list[Optional[str]]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     path, values = large_parquet
     before = digest(path)
-    status, records, err = run_json(capsys, "--column", "text", "--trim", "--out", str(tmp_path / "out"), str(path))
+    status, records, err = run_json(
+        capsys, "--column", "text", "--trim", "--out", str(tmp_path / "out"), str(path)
+    )
     assert status == 1 and "cleaned copies of 1 file in" in err
     assert digest(path) == before
 
@@ -172,12 +203,30 @@ def test_parquet_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 
 
 CHAT_LINES = [
-    {"id": 0, "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": loop_text(0)}]},
+    {
+        "id": 0,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": loop_text(0)},
+        ],
+    },
     "not json {",
-    {"id": 2, "messages": [{"role": "assistant", "content": None}, {"role": "tool", "content": {"rows": 3}}]},
+    {
+        "id": 2,
+        "messages": [
+            {"role": "assistant", "content": None},
+            {"role": "tool", "content": {"rows": 3}},
+        ],
+    },
     "",
     {"id": 4, "messages": [{"role": "assistant", "content": clean_text(4)}]},
-    {"id": 5, "messages": [{"role": "user", "content": loop_text(5)}, {"role": "assistant", "content": loop_text(7)}]},
+    {
+        "id": 5,
+        "messages": [
+            {"role": "user", "content": loop_text(5)},
+            {"role": "assistant", "content": loop_text(7)},
+        ],
+    },
     {"id": 6, "meta": "no messages here"},
 ]
 
@@ -186,9 +235,18 @@ def write_chats(path: Path) -> list[bytes]:
     """The chat lines as bytes, one with a CRLF ending, one with non-ASCII text."""
     raw = []
     for i, line in enumerate(CHAT_LINES):
-        text = line if isinstance(line, str) else json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+        text = (
+            line
+            if isinstance(line, str)
+            else json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+        )
         raw.append(text.encode() + (b"\r\n" if i == 4 else b"\n"))
-    raw.append(json.dumps({"id": 7, "messages": [{"content": "Привет, всё хорошо."}]}, ensure_ascii=False).encode() + b"\n")
+    raw.append(
+        json.dumps(
+            {"id": 7, "messages": [{"content": "Привет, всё хорошо."}]}, ensure_ascii=False
+        ).encode()
+        + b"\n"
+    )
     path.write_bytes(b"".join(raw))
     return raw
 
@@ -210,21 +268,31 @@ def test_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "2 errors (see above)" in err
 
     # A single index, and the last item with -1.
-    assert [r["field"] for r in run_json(capsys, "--field", "messages.-1.content", str(path))[1]] == [
+    assert [
+        r["field"] for r in run_json(capsys, "--field", "messages.-1.content", str(path))[1]
+    ] == [
         "messages.1.content",
         "messages.1.content",
     ]
 
 
-def test_stdin(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stdin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "chats.jsonl"
     write_chats(path)
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
     status, records, _ = run_json(capsys, "--format", "jsonl", "--field", "messages.*.content", "-")
-    assert status == 2 and [(r["path"], r["line"]) for r in records] == [("-", 1), ("-", 6), ("-", 6)]
+    assert status == 2 and [(r["path"], r["line"]) for r in records] == [
+        ("-", 1),
+        ("-", 6),
+        ("-", 6),
+    ]
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(loop_text(0).encode())))
     status, records, _ = run_json(capsys, "-")
-    assert status == 1 and [(r["path"], r["start"]) for r in records] == [("-", loopbreak.scan(loop_text(0))[0].start)]
+    assert status == 1 and [(r["path"], r["start"]) for r in records] == [
+        ("-", loopbreak.scan(loop_text(0))[0].start)
+    ]
 
 
 def test_json_lines_bad_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -232,7 +300,10 @@ def test_json_lines_bad_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     write_chats(path)
     status, records, err = run_json(capsys, "--field", "mesages.*.content", str(path))
     assert (status, records) == (2, [])
-    assert f"{path}: no line has a value at 'mesages.*.content' (line 1 has members id, messages)" in err
+    assert (
+        f"{path}: no line has a value at 'mesages.*.content' (line 1 has members id, messages)"
+        in err
+    )
     status, _, err = run_json(capsys, str(path))
     assert status == 2 and "JSON lines need --field" in err
     with pytest.raises(SystemExit) as exit_info:
@@ -241,11 +312,15 @@ def test_json_lines_bad_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "has an empty segment" in capsys.readouterr().err
 
 
-def test_json_lines_trim_out_keeps_other_lines_byte_identical(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_lines_trim_out_keeps_other_lines_byte_identical(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "chats.jsonl"
     raw = write_chats(path)
     before = digest(path)
-    status, records, _ = run_json(capsys, "--field", "messages.*.content", "--trim", "--out", str(tmp_path / "out"), str(path))
+    status, records, _ = run_json(
+        capsys, "--field", "messages.*.content", "--trim", "--out", str(tmp_path / "out"), str(path)
+    )
     assert status == 2  # the broken lines are errors, and are copied as they are
     assert digest(path) == before
     copied = (tmp_path / "out" / "chats.jsonl").read_bytes().splitlines(keepends=True)
@@ -256,15 +331,23 @@ def test_json_lines_trim_out_keeps_other_lines_byte_identical(tmp_path: Path, ca
             assert new == old
     line_one = json.loads(copied[0])
     content = line_one["messages"][1]["content"]
-    assert content.startswith(loop_text(0)[: records[0]["start"]]) and "[loopbreak: removed" in content
-    assert line_one["messages"][1]["content_loopbreak"][0]["finding"]["block"] == records[0]["block"]
+    assert (
+        content.startswith(loop_text(0)[: records[0]["start"]]) and "[loopbreak: removed" in content
+    )
+    assert (
+        line_one["messages"][1]["content_loopbreak"][0]["finding"]["block"] == records[0]["block"]
+    )
     assert line_one["messages"][0] == {"role": "user", "content": "hi"}
     line_six = json.loads(copied[5])
     assert [len(m["content_loopbreak"]) for m in line_six["messages"]] == [1, 1]
 
 
 def test_field_paths() -> None:
-    document = {"a.b": {"*": "star", "x": "dotted"}, "list": ["one", {"t": "two"}], "n": {"0": "zero"}}
+    document = {
+        "a.b": {"*": "star", "x": "dotted"},
+        "list": ["one", {"t": "two"}],
+        "n": {"0": "zero"},
+    }
 
     def find(path: str) -> list[tuple[str, Any]]:
         return [(slot.path, slot.value) for slot in FieldPath.parse(path).find(document)]
@@ -303,7 +386,10 @@ def test_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for args, message in [
         (["--column", "body"], "SQLite needs --table (tables: messages)"),
         (["--table", "runs", "--column", "body"], "no table 'runs' (tables: messages)"),
-        (["--table", "messages", "--column", "text"], "no column 'text' in messages (columns: id, role, body)"),
+        (
+            ["--table", "messages", "--column", "text"],
+            "no column 'text' in messages (columns: id, role, body)",
+        ),
     ]:
         status, records, err = run_json(capsys, *args, str(path))
         assert (status, records) == (2, [])
@@ -323,7 +409,15 @@ def test_sqlite_trim_out_and_in_place(tmp_path: Path, capsys: pytest.CaptureFixt
     write_sqlite(path, values)
     before, original = digest(path), read_bodies(path)
     status, records, _ = run_json(
-        capsys, "--table", "messages", "--column", "body", "--trim", "--out", str(tmp_path / "out"), str(path)
+        capsys,
+        "--table",
+        "messages",
+        "--column",
+        "body",
+        "--trim",
+        "--out",
+        str(tmp_path / "out"),
+        str(path),
     )
     assert status == 2  # the integer and the blob
     assert digest(path) == before
@@ -338,7 +432,9 @@ def test_sqlite_trim_out_and_in_place(tmp_path: Path, capsys: pytest.CaptureFixt
         else:
             assert (new_body, note) == (body, None)
 
-    status, _, err = run_json(capsys, "--table", "messages", "--column", "body", "--trim", "--in-place", str(path))
+    status, _, err = run_json(
+        capsys, "--table", "messages", "--column", "body", "--trim", "--in-place", str(path)
+    )
     assert status == 2 and "trimmed 1 file in place" in err
     assert read_bodies(path) == cleaned
     assert sorted(os.listdir(tmp_path)) == ["out", "runs.db"]  # no temporary or journal file left
@@ -357,7 +453,14 @@ def test_directory_of_every_format(tmp_path: Path, capsys: pytest.CaptureFixture
     write_sqlite(data / "runs.sqlite", texts(100, 10))
 
     status, records, err = run_json(
-        capsys, "--field", "messages.*.content", "--column", "body", "--table", "messages", str(data)
+        capsys,
+        "--field",
+        "messages.*.content",
+        "--column",
+        "body",
+        "--table",
+        "messages",
+        str(data),
     )
     assert status == 2  # chats.jsonl's broken lines, table.parquet has no column "body"
     assert sorted({Path(r["path"]).relative_to(data).as_posix() for r in records}) == [
@@ -370,7 +473,9 @@ def test_directory_of_every_format(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "scanned 4 files, 109 rows: 14 rows with findings, in 3 files" in err
     assert "skipped 1 binary file" in err
 
-    status, _, err = run_json(capsys, "--column", "text", "--format", "parquet", str(data / "table.parquet"))
+    status, _, err = run_json(
+        capsys, "--column", "text", "--format", "parquet", str(data / "table.parquet")
+    )
     assert status == 1 and "100 rows with findings" in err
 
 
@@ -388,18 +493,25 @@ def test_text_trim_out_mirrors_the_tree(tmp_path: Path, capsys: pytest.CaptureFi
     assert (out / "data" / "sub" / "clean.txt").read_bytes() == clean_bytes
     trimmed = (out / "data" / "loop.txt").read_bytes()
     start = next(r["start"] for r in records if r["path"].endswith("loop.txt"))
-    assert trimmed.startswith(b"\xfe" + loop_text(0)[: start - 1].encode()) and b"[loopbreak: removed" in trimmed
+    assert (
+        trimmed.startswith(b"\xfe" + loop_text(0)[: start - 1].encode())
+        and b"[loopbreak: removed" in trimmed
+    )
     assert (out / "single.txt").read_text(encoding="utf-8") == loopbreak.trim(loop_text(1)).text
 
 
-def test_in_place_rewrites_only_files_with_findings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_in_place_rewrites_only_files_with_findings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     loop, clean, table = tmp_path / "loop.txt", tmp_path / "clean.txt", tmp_path / "t.parquet"
     loop.write_text(loop_text(2), encoding="utf-8")
     loop.chmod(0o640)
     clean.write_text(clean_text(2), encoding="utf-8")
     write_parquet(table, texts(200, 20))
     untouched = (clean.stat().st_ino, clean.stat().st_mtime_ns)
-    status, _, err = run_json(capsys, "--column", "text", "--trim", "--in-place", str(loop), str(clean), str(table))
+    status, _, err = run_json(
+        capsys, "--column", "text", "--trim", "--in-place", str(loop), str(clean), str(table)
+    )
     assert status == 1 and "trimmed 2 files in place" in err
     assert loop.read_text(encoding="utf-8") == loopbreak.trim(loop_text(2)).text
     assert loop.stat().st_mode & 0o777 == 0o640
@@ -416,7 +528,10 @@ def test_option_misuse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         (["--trim"], "--trim needs --out DIR or --in-place"),
         (["--out", str(tmp_path / "out")], "--out and --in-place go with --trim"),
         (["--trim", "--out", str(path)], "is a file, not a folder"),
-        (["--trim", "--out", str(tmp_path)], "its cleaned copy would overwrite it (use --in-place)"),
+        (
+            ["--trim", "--out", str(tmp_path)],
+            "its cleaned copy would overwrite it (use --in-place)",
+        ),
     ]:
         assert main(["scan", *args, str(path)]) == 2
         assert message in capsys.readouterr().err
@@ -460,9 +575,9 @@ def test_one_record_for_a_finding_whatever_the_format() -> None:
     """A line longer than the detector's window is reported by the part of it the window holds:
     the record of its finding is the same from a list of texts and from an Arrow column (so
     JSON lines, SQLite and text output agree with Parquet and Ray)."""
-    from loopbreak.scanning.findings import scan_batch
-
     import random
+
+    from loopbreak.scanning.findings import scan_batch
 
     words = ["model", "answer", "tool", "loader", "stream", "guard", "token", "agent", "plan"]
     pick = random.Random(7).choice
@@ -473,4 +588,8 @@ def test_one_record_for_a_finding_whatever_the_format() -> None:
     assert as_list.records and as_list.records == as_arrow.records
     assert as_list.rows == as_arrow.rows == [0]
     (finding,) = loopbreak.scan(text)
-    assert as_list.records[0]["block"] == finding.block != text[finding.start : finding.start + finding.period]
+    assert (
+        as_list.records[0]["block"]
+        == finding.block
+        != text[finding.start : finding.start + finding.period]
+    )

@@ -13,8 +13,9 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import json  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any, Iterator, Optional  # noqa: E402
+from typing import Any, Optional
 
 import pyarrow as pa  # noqa: E402
 import pytest  # noqa: E402
@@ -22,8 +23,8 @@ import ray  # noqa: E402
 
 from loopbreak import Rules  # noqa: E402
 from loopbreak.cli import main  # noqa: E402
-from loopbreak.scanning.ray import scan_dataset  # noqa: E402
 from loopbreak.scanning.findings import RECORD_KEYS, scan_batch  # noqa: E402
+from loopbreak.scanning.ray import scan_dataset  # noqa: E402
 from support.transcripts import loop_text, texts, write_parquet  # noqa: E402
 
 ROWS = 100_000
@@ -34,7 +35,13 @@ EVERY = 50
 def cluster() -> Iterator[str]:
     """The address of a new local cluster (never one already running here), as light as Ray
     allows: 2 CPUs, no dashboard, a small object store."""
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=256 << 20, log_to_driver=False)
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=256 << 20,
+        log_to_driver=False,
+    )
     try:
         yield str(ray.get_runtime_context().gcs_address)
     finally:
@@ -49,12 +56,19 @@ def chats(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Optional
     return path, values
 
 
-def local_findings(values: list[Optional[str]], rules: Optional[Rules] = None) -> list[tuple[int, tuple[Any, ...]]]:
+def local_findings(
+    values: list[Optional[str]], rules: Optional[Rules] = None
+) -> list[tuple[int, tuple[Any, ...]]]:
     found = scan_batch(pa.array(values, pa.string()), rules)
-    return [(row, tuple(record[key] for key in RECORD_KEYS)) for row, record in zip(found.rows, found.records)]
+    return [
+        (row, tuple(record[key] for key in RECORD_KEYS))
+        for row, record in zip(found.rows, found.records)
+    ]
 
 
-def test_scan_dataset_finds_what_the_local_scan_finds(cluster: str, chats: tuple[Path, list[Optional[str]]]) -> None:
+def test_scan_dataset_finds_what_the_local_scan_finds(
+    cluster: str, chats: tuple[Path, list[Optional[str]]]
+) -> None:
     path, values = chats
     dataset = ray.data.read_parquet(str(path)).select_columns(["id", "text"])
     rows = scan_dataset(dataset, "text", keep=["id"]).take_all()
@@ -82,8 +96,19 @@ def test_cli_on_ray_reports_what_the_local_scan_reports(
     assert main(["scan", "--json", "--column", "text", str(path)]) == 1
     local = capsys.readouterr()
     # A second driver, as a user's machine would connect to the cluster.
-    command = [sys.executable, "-m", "loopbreak.cli", "scan", "--json", "--column", "text", str(path)]
-    on_ray = subprocess.run([*command, "--ray", cluster], capture_output=True, text=True, check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "loopbreak.cli",
+        "scan",
+        "--json",
+        "--column",
+        "text",
+        str(path),
+    ]
+    on_ray = subprocess.run(
+        [*command, "--ray", cluster], capture_output=True, text=True, check=False
+    )
     assert on_ray.returncode == 1, on_ray.stderr
     assert on_ray.stdout == local.out
     assert len(on_ray.stdout.splitlines()) == ROWS // EVERY
@@ -97,7 +122,17 @@ def test_cli_on_ray_reports_what_the_local_scan_reports(
 def test_cli_on_ray_scans_parquet_only(tmp_path: Path) -> None:
     text = tmp_path / "answer.txt"
     text.write_text(loop_text(0), encoding="utf-8")
-    command = [sys.executable, "-m", "loopbreak.cli", "scan", "--column", "text", "--ray", "auto", str(text)]
+    command = [
+        sys.executable,
+        "-m",
+        "loopbreak.cli",
+        "scan",
+        "--column",
+        "text",
+        "--ray",
+        "auto",
+        str(text),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 2
     assert f"{text}: --ray scans Parquet files only, this is text" in result.stderr

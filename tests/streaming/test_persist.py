@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import re
-import sqlite3
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Iterator
 
 import pytest
-from support.recorded import RECORDED
 
 from loopbreak import DegenerationDetected, guard, scan, trim
 from loopbreak.cli import main
-from loopbreak.streaming.demo import load_recording, token_deltas
 from loopbreak.errors import RunNotFound
 from loopbreak.store import Database
+from loopbreak.streaming.demo import load_recording, token_deltas
 from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result, save_run
+from support.recorded import RECORDED
 
 
 @pytest.fixture
@@ -44,7 +43,11 @@ def test_the_raised_error_is_saved_the_same_way(db: Database) -> None:
         for _ in guard(token_deltas(RECORDED["d22-greedy"].text)):
             pass
     run = load_run(db, save_result(db, caught.value))
-    assert (run.status, run.error, run.text) == ("degenerate", caught.value.reason, caught.value.persist_text)
+    assert (run.status, run.error, run.text) == (
+        "degenerate",
+        caught.value.reason,
+        caught.value.persist_text,
+    )
     assert run.finding is not None and run.finding["rule"] == caught.value.finding.rule
 
 

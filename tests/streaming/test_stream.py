@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncGenerator, AsyncIterator, Callable, Generator, Iterable, Iterator, Optional
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from typing import Callable, Optional
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from loopbreak import (
     AsyncGuarded,
     DegenerationDetected,

@@ -13,13 +13,14 @@ between them as it does; deltas are token-sized and spaced like a live model by
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
-from support.recorded import RECORDED
-from support.recorded_server import Recordings, streaming_endpoint, tool_arguments
 from starlette.routing import BaseRoute, Route
 
 from loopbreak.streaming.demo import token_deltas
+from support.recorded import RECORDED
+from support.recorded_server import Recordings, streaming_endpoint, tool_arguments
 
 # The content block each kind opens, the delta type that fills it, and the delta's text field.
 _BLOCKS: dict[str, tuple[dict[str, Any], str, str]] = {

@@ -39,7 +39,9 @@ def text_of(path: Path) -> str | None:
 def text_files(root: Path) -> Iterator[tuple[str, str]]:
     """(path, text) of every text file under ``root``, in sorted order."""
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if Path(dirpath, d) not in SKIP and d != "__pycache__")
+        dirnames[:] = sorted(
+            d for d in dirnames if Path(dirpath, d) not in SKIP and d != "__pycache__"
+        )
         for name in sorted(filenames):
             path = Path(dirpath, name)
             if path.is_symlink() or not path.is_file():

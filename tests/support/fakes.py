@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import AsyncGenerator, AsyncIterator, Generator, Iterable, Iterator, Optional
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterable, Iterator
+from typing import Optional
 
 
 class FakeClock:
@@ -35,7 +36,9 @@ class IteratorUpstream:
         self.finalized = False
         self._generator = self._generate(list(deltas), error)
 
-    def _generate(self, deltas: list[str], error: Optional[Exception]) -> Generator[str, None, None]:
+    def _generate(
+        self, deltas: list[str], error: Optional[Exception]
+    ) -> Generator[str, None, None]:
         try:
             for delta in deltas:
                 self.read += 1
@@ -148,7 +151,9 @@ class AsyncGeneratorUpstream:
     """The async twin of ``GeneratorUpstream`` (an async generator behind an ``aclose``-able object);
     ``pause`` awaits between deltas, so the consumer and the upstream interleave."""
 
-    def __init__(self, deltas: list[str], fail_at: Optional[int] = None, error: Optional[Exception] = None) -> None:
+    def __init__(
+        self, deltas: list[str], fail_at: Optional[int] = None, error: Optional[Exception] = None
+    ) -> None:
         self.deltas, self.fail_at, self.error = deltas, fail_at, error
         self.read = 0
         self.closes = 0

@@ -94,9 +94,9 @@ def block_kind(block: str) -> BlockKind:
     capitals = len(visible) <= 2 and whitespace == 0 and not any(is_lowercase(ch) for ch in visible)
     ascii_letters = [ch for ch in visible if ch.isascii() and ch.isalpha()]
     ascii_digits = [ch for ch in visible if ch in "0123456789"]
-    mixed = (any(ch.isupper() for ch in ascii_letters) and any(ch.islower() for ch in ascii_letters)) or (
-        bool(ascii_digits) and bool(letters)
-    )
+    mixed = (
+        any(ch.isupper() for ch in ascii_letters) and any(ch.islower() for ch in ascii_letters)
+    ) or (bool(ascii_digits) and bool(letters))
     encoded = whitespace == 0 and len(ascii_letters) + len(ascii_digits) == len(visible) and mixed
     word_letters = 0 if hex_block or capitals or encoded else len(letters)
     if 4 * word_letters >= 3 * len(visible) and 2 * whitespace <= len(visible):
@@ -107,11 +107,18 @@ def block_kind(block: str) -> BlockKind:
 def periodic_kind(block: str, before: str) -> BlockKind | None:
     """``BlockKind::of_run``: the kind of a run of ``block`` after ``before`` (up to
     ``PACKED_CONTEXT`` units), or None if the run is part of a packed payload."""
-    if len(before) >= PACKED_CONTEXT and all(ch in PACKED for ch in before[-PACKED_CONTEXT:] + block):
+    if len(before) >= PACKED_CONTEXT and all(
+        ch in PACKED for ch in before[-PACKED_CONTEXT:] + block
+    ):
         return None
     kind = block_kind(block)
     distinct = len(set(block))
-    if kind in ("text", "code") and len(block) > VARIETY and distinct <= TABLE_ALPHABET and distinct * VARIETY < len(block):
+    if (
+        kind in ("text", "code")
+        and len(block) > VARIETY
+        and distinct <= TABLE_ALPHABET
+        and distinct * VARIETY < len(block)
+    ):
         return "table"
     if kind == "text" and before[-1:] in ("[", "("):
         return "code"
@@ -158,10 +165,7 @@ def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
 def is_primitive(block: str) -> bool:
     """False if ``block`` is some shorter string repeated two or more times."""
     p = len(block)
-    for d in range(1, p):
-        if p % d == 0 and block[:d] * (p // d) == block:
-            return False
-    return True
+    return all(not (p % d == 0 and block[:d] * (p // d) == block) for d in range(1, p))
 
 
 def rstrip_whitespace(line: str) -> str:
@@ -295,16 +299,22 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
         if len(streak) >= need:
             first = streak[0][0]
             ends = tuple(line[2] for line in streak[need - 1 :])
-            finding = OracleFinding("identical_lines", len(content), content, first, need, ends[0], ends[0])
+            finding = OracleFinding(
+                "identical_lines", len(content), content, first, need, ends[0], ends[0]
+            )
             # Offline, a last line the text ends in (no newline) is one more copy if it equals
             # the line, part of one if it starts it.
             whole_end, copies = ends[-1], len(streak)
             tail = u[start:]
-            if k == len(nonblank) - 1 and rstrip_whitespace(tail) and (
-                rstrip_whitespace(tail) == content or content.startswith(tail)
+            if (
+                k == len(nonblank) - 1
+                and rstrip_whitespace(tail)
+                and (rstrip_whitespace(tail) == content or content.startswith(tail))
             ):
                 whole_end, copies = len(u), copies + (rstrip_whitespace(tail) == content)
-            out.append(Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends))
+            out.append(
+                Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)
+            )
         i = k + 1
     return out
 
@@ -329,7 +339,10 @@ def emitted(rules: loopbreak.Rules, text: str) -> list[Candidate]:
 
 def oracle_scan(rules: loopbreak.Rules, text: str) -> list[OracleFinding]:
     """What ``loopbreak.scan(text, rules)`` must return (each region whole), as plain values."""
-    return [dataclasses.replace(c.finding, end=c.whole_end, repeats=c.copies) for c in emitted(rules, text)]
+    return [
+        dataclasses.replace(c.finding, end=c.whole_end, repeats=c.copies)
+        for c in emitted(rules, text)
+    ]
 
 
 def oracle_stream(rules: loopbreak.Rules, text: str) -> list[OracleFinding]:

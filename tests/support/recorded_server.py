@@ -21,17 +21,18 @@ import json
 import socket
 import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Callable, Iterator, Optional
+from typing import Any, Callable, Optional
 
 import uvicorn
-from support.recorded import RECORDED
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from loopbreak.streaming.demo import token_deltas
+from support.recorded import RECORDED
 
 TOKEN_INTERVAL = 0.002
 """Seconds between deltas: a recording of 1500 tokens takes 3 s or more to send, far longer
@@ -80,7 +81,9 @@ DEFAULT_RECORDING = "d10-greedy"
 
 
 def _deltas(model: str) -> tuple[str, list[str]]:
-    kind, _, recording_id = model.partition(":") if ":" in model else ("content", "", DEFAULT_RECORDING)
+    kind, _, recording_id = (
+        model.partition(":") if ":" in model else ("content", "", DEFAULT_RECORDING)
+    )
     if kind == "content":
         return kind, token_deltas(RECORDED[recording_id].text)
     if kind == "tool":
@@ -102,18 +105,31 @@ def _named_sse(data: dict[str, Any]) -> str:
 def _chat_chunk(model: str, delta: dict[str, Any], finish_reason: Optional[str] = None) -> str:
     choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
     return _sse(
-        {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [choice]}
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [choice],
+        }
     )
 
 
 def _chat_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
     yield _chat_chunk(model, {"role": "assistant", "content": ""})
     if kind == "tool":
-        call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "write_file", "arguments": ""}}
+        call = {
+            "index": 0,
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "write_file", "arguments": ""},
+        }
         yield _chat_chunk(model, {"tool_calls": [call]})
     for delta in deltas:
         if kind == "tool":
-            yield _chat_chunk(model, {"tool_calls": [{"index": 0, "function": {"arguments": delta}}]})
+            yield _chat_chunk(
+                model, {"tool_calls": [{"index": 0, "function": {"arguments": delta}}]}
+            )
         else:  # content, or the thinking in the delta field the kind names
             yield _chat_chunk(model, {kind: delta})
     if kind in REASONING_KINDS:
@@ -126,7 +142,9 @@ def _chat_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
 def _response_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
     number = iter(range(1_000_000))
     response = {"id": "resp_1", "object": "response", "created_at": 0, "model": model, "output": []}
-    yield _named_sse({"type": "response.created", "sequence_number": next(number), "response": response})
+    yield _named_sse(
+        {"type": "response.created", "sequence_number": next(number), "response": response}
+    )
     if kind in REASONING_KINDS:
         reasoning = {"type": "reasoning", "id": "rs_1", "summary": []}
         yield _named_sse(_added(reasoning, next(number), output_index=0))
@@ -141,13 +159,29 @@ def _response_events(model: str, kind: str, deltas: list[str]) -> Iterator[str]:
     else:
         output_index = 0
     if kind == "content":
-        item: dict[str, Any] = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
+        item: dict[str, Any] = {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "content": [],
+        }
     else:
-        item = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "write_file", "arguments": ""}
+        item = {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "write_file",
+            "arguments": "",
+        }
     yield _named_sse(_added(item, next(number), output_index))
     for delta in deltas:
         if kind == "content":
-            event = {"type": "response.output_text.delta", "item_id": "msg_1", "content_index": 0, "logprobs": []}
+            event = {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "content_index": 0,
+                "logprobs": [],
+            }
         else:
             event = {"type": "response.function_call_arguments.delta", "item_id": "fc_1"}
         event.update(sequence_number=next(number), output_index=output_index, delta=delta)
@@ -165,7 +199,9 @@ def _added(item: dict[str, Any], sequence_number: int, output_index: int) -> dic
     }
 
 
-def streaming_endpoint(recordings: Recordings, events: Callable[[str], list[str]]) -> Callable[[Request], Any]:
+def streaming_endpoint(
+    recordings: Recordings, events: Callable[[str], list[str]]
+) -> Callable[[Request], Any]:
     """An endpoint streaming ``events(model)`` (SSE text, one string per event) with
     ``TOKEN_INTERVAL`` between them, logged in ``recordings``."""
 

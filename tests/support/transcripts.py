@@ -4,8 +4,9 @@ loop, written as the files the command reads (Parquet, SQLite)."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Optional
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,7 +29,9 @@ def loop_text(i: int) -> str:
         line = f"- call read_file(path='src/{i % 11}.py')"
         return prefix + "".join(line + " " * (bin(j).count("1") % 3) + "\n" for j in range(120))
     # a paragraph longer than max_period, repeated
-    paragraph = " ".join(f"sentence {j} of the plan for item {i % 13} is to check the state again." for j in range(4))
+    paragraph = " ".join(
+        f"sentence {j} of the plan for item {i % 13} is to check the state again." for j in range(4)
+    )
     return prefix + (paragraph + "\n") * 6
 
 
@@ -52,7 +55,9 @@ def texts(rows: int, every: int, nulls: bool = False) -> list[Optional[str]]:
 
 def write_parquet(path: Path, values: list[Optional[str]], row_group_size: int = 10_000) -> None:
     """An ``id`` column (row number) and a ``text`` column."""
-    table = pa.table({"id": pa.array(range(len(values)), pa.int64()), "text": pa.array(values, pa.string())})
+    table = pa.table(
+        {"id": pa.array(range(len(values)), pa.int64()), "text": pa.array(values, pa.string())}
+    )
     pq.write_table(table, path, row_group_size=row_group_size)
 
 
@@ -60,5 +65,7 @@ def write_sqlite(path: Path, values: Sequence[object]) -> None:
     """A ``messages`` table: ``role`` and ``body`` (no declared type, so an integer stays one)."""
     with sqlite3.connect(path) as connection:
         connection.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, role TEXT, body)")
-        connection.executemany("INSERT INTO messages (role, body) VALUES ('assistant', ?)", [(v,) for v in values])
+        connection.executemany(
+            "INSERT INTO messages (role, body) VALUES ('assistant', ?)", [(v,) for v in values]
+        )
     connection.close()

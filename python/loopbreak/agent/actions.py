@@ -8,7 +8,8 @@ those to one key, so the policy can count how often a call (or a short cycle of 
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Sequence, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Union
 
 from loopbreak.agent import _validate
 

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import logging
 import os
-from typing import Any, Callable, Iterable, Optional, Protocol, Union
+from collections.abc import Iterable
+from typing import Any, Callable, Optional, Protocol, Union
 
-from loopbreak.store import Database, check_database, utc_now
 from loopbreak.agent.decision import Decision, DecisionKind
+from loopbreak.store import Database, check_database, utc_now
 
 
 class AuditSink(Protocol):
@@ -36,7 +37,8 @@ class JsonLinesSink:
     ``recorded_at`` (UTC wall-clock time of the write)."""
 
     def __init__(self, path: Union[str, os.PathLike[str]]) -> None:
-        self._file = open(path, "a", encoding="utf-8")
+        # Open for the sink's life, appended to by every write and closed by close().
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, decision: Decision) -> None:
         line = json.dumps({**decision.to_dict(), "recorded_at": utc_now()}, ensure_ascii=False)

@@ -14,9 +14,10 @@ names the budget as its field does (reason ``max_tool_calls``, ``max_total_token
 from __future__ import annotations
 
 import time
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Container, Mapping, Optional
+from typing import Any, Callable, Optional
 
 from loopbreak.agent import _validate
 from loopbreak.agent.decision import Check, Number

@@ -20,10 +20,11 @@ what to do next (``PolicyConfig.stop_messages``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 Number = Union[int, float]
 

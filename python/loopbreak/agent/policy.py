@@ -24,16 +24,17 @@ import os
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from loopbreak.agent import _validate
 from loopbreak.agent.actions import Arguments, action_key, cycle_copies
-from loopbreak.agent.kill_switch import KillSwitch, Switch
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.budget import BudgetCheck, BudgetMeter, Budgets, Usage
 from loopbreak.agent.decision import BUDGET_STOPS, Check, Decision, DecisionKind, Number, Reason
+from loopbreak.agent.kill_switch import KillSwitch, Switch
 from loopbreak.errors import RunStopped, StepNotStarted
 
 LOCKDOWN_ENV = "LOOPBREAK_FINAL_STEP_LOCKDOWN"

@@ -40,18 +40,19 @@ to an SQLite ``receipts`` table.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, Optional, Protocol, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 from loopbreak.agent import _validate
-from loopbreak.store import Database, check_database, utc_now
 from loopbreak.agent.budget import Usage
 from loopbreak.agent.decision import Decision, Number, Reason
-from loopbreak.errors import DegenerationDetected
 from loopbreak.agent.policy import PolicyConfig, RunPolicy
+from loopbreak.errors import DegenerationDetected
+from loopbreak.store import Database, check_database, utc_now
 
 
 class ReceiptState(str, Enum):
@@ -196,9 +197,7 @@ class RunEvidence:
     ``kill_switch`` as a limit), and the receipt carries the policy's values and usage.
     """
 
-    def __init__(
-        self, run_id: Optional[str] = None, *, policy: Optional[RunPolicy] = None
-    ) -> None:
+    def __init__(self, run_id: Optional[str] = None, *, policy: Optional[RunPolicy] = None) -> None:
         if policy is not None and not isinstance(policy, RunPolicy):
             raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
         if run_id is None:
@@ -335,9 +334,7 @@ class RunEvidence:
 
     def _add(self, kind: EvidenceKind, name: Optional[str] = None, **details: Any) -> None:
         step = None if self.policy is None else self.policy.step
-        self._evidence.append(
-            Evidence(kind, name or kind.value, step, MappingProxyType(details))
-        )
+        self._evidence.append(Evidence(kind, name or kind.value, step, MappingProxyType(details)))
 
 
 def save_receipt(db: Database, receipt: Receipt) -> int:
@@ -404,6 +401,7 @@ def _classify(
     approvals = having(EvidenceKind.APPROVAL_REQUESTED)
     routed = [item for item in approvals if not item.details["missing"]]
     unrouted = [item for item in approvals if item.details["missing"]]
+
     def timeout(item: Evidence, *, after_progress: bool) -> bool:
         if item.kind is not EvidenceKind.TIMEOUT:
             return False

@@ -8,7 +8,8 @@ reads the rest of the delta here.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Optional
 
 from loopbreak.streaming.guard import CONTENT, REASONING, Piece
 

@@ -23,12 +23,20 @@ block stopped mid-stream has no signature and cannot be sent back to the model.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterable, Iterable, Iterator, Optional, TypeVar
+from collections.abc import AsyncIterable, Iterable, Iterator
+from typing import Any, Optional, TypeVar
 
 from anthropic import BaseModel
 
 from loopbreak._core import DEFAULT_KEEP, Rules
-from loopbreak.streaming.guard import CONTENT, REASONING, AsyncGuarded, Guarded, OnDegeneration, Piece
+from loopbreak.streaming.guard import (
+    CONTENT,
+    REASONING,
+    AsyncGuarded,
+    Guarded,
+    OnDegeneration,
+    Piece,
+)
 
 # messages.stream() yields the SDK's helper events besides the raw ones, so events are generic.
 EventT = TypeVar("EventT", bound=BaseModel)
@@ -60,12 +68,12 @@ def message_pieces(event: BaseModel) -> Iterator[Piece]:
 
 def _check_entered(stream: object) -> None:
     """``messages.stream()`` returns a context manager; the stream is what entering it gives."""
-    if not hasattr(stream, "__iter__") and not hasattr(stream, "__aiter__"):
-        if hasattr(stream, "__enter__") or hasattr(stream, "__aenter__"):
-            raise TypeError(
-                f"expected a stream, got {type(stream).__name__}: enter it first,"
-                " e.g. `with client.messages.stream(...) as stream: guard_messages(stream)`"
-            )
+    iterable = hasattr(stream, "__iter__") or hasattr(stream, "__aiter__")
+    if not iterable and (hasattr(stream, "__enter__") or hasattr(stream, "__aenter__")):
+        raise TypeError(
+            f"expected a stream, got {type(stream).__name__}: enter it first,"
+            " e.g. `with client.messages.stream(...) as stream: guard_messages(stream)`"
+        )
 
 
 def guard_messages(

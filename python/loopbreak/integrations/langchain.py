@@ -83,9 +83,9 @@ from typing_extensions import NotRequired
 from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.agent.audit import AuditLog, AuditSink
 from loopbreak.agent.decision import Decision
-from loopbreak.errors import DegenerationDetected
 from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
 from loopbreak.agent.receipt import Receipt, RunEvidence
+from loopbreak.errors import DegenerationDetected
 from loopbreak.streaming.guard import CONTENT, Degeneration, Guarded, Piece
 
 __all__ = ["LoopbreakMiddleware", "LoopbreakState"]

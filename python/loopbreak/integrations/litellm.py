@@ -24,13 +24,10 @@ text only; a loop in the reasoning is cut in ``Degeneration.source_persist_text`
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
 from typing import (
     TYPE_CHECKING,
     Any,
-    AsyncGenerator,
-    AsyncIterable,
-    Iterable,
-    Iterator,
     Optional,
     Union,
 )

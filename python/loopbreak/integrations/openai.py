@@ -19,7 +19,8 @@ the answer text only; a loop in the reasoning is cut in ``Degeneration.source_pe
 
 from __future__ import annotations
 
-from typing import AsyncIterable, Iterable, Iterator, Optional, TypeVar
+from collections.abc import AsyncIterable, Iterable, Iterator
+from typing import Optional, TypeVar
 
 from openai import BaseModel
 from openai.types.chat import ChatCompletionChunk
@@ -37,7 +38,14 @@ from openai.types.responses import (
 
 from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.integrations._chat import delta_pieces
-from loopbreak.streaming.guard import CONTENT, REASONING, AsyncGuarded, Guarded, OnDegeneration, Piece
+from loopbreak.streaming.guard import (
+    CONTENT,
+    REASONING,
+    AsyncGuarded,
+    Guarded,
+    OnDegeneration,
+    Piece,
+)
 
 # The reasoning's own text (open models) and its summary (OpenAI's models) go to one detector.
 _REASONING_DELTAS = (ResponseReasoningTextDeltaEvent, ResponseReasoningSummaryTextDeltaEvent)

@@ -70,10 +70,10 @@ from openai.types.responses import (
 from loopbreak._core import DEFAULT_KEEP, Rules, trim
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.decision import Decision
-from loopbreak.errors import LoopbreakError
-from loopbreak.integrations._governance import GovernedRun, ReceiptCallback
 from loopbreak.agent.policy import PolicyConfig
 from loopbreak.agent.receipt import Verifier
+from loopbreak.errors import LoopbreakError
+from loopbreak.integrations._governance import GovernedRun, ReceiptCallback
 from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Piece
 
 __all__ = ["LoopbreakRunner", "LoopbreakStream", "RunStopped"]

@@ -70,13 +70,13 @@ from pydantic_ai.tools import ToolDefinition
 from loopbreak._core import Rules
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.decision import Number
+from loopbreak.agent.policy import PolicyConfig
+from loopbreak.agent.receipt import Verifier
 from loopbreak.integrations._governance import (
     LOCKDOWN_TOOL_ANSWER,
     GovernedRun,
     ReceiptCallback,
 )
-from loopbreak.agent.policy import PolicyConfig
-from loopbreak.agent.receipt import Verifier
 from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Piece
 
 __all__ = ["LoopbreakCapability"]

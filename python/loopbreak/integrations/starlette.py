@@ -22,7 +22,8 @@ disconnect.
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncGenerator, Optional
+from collections.abc import AsyncGenerator
+from typing import Any, Optional
 
 from starlette.background import BackgroundTask
 from starlette.responses import StreamingResponse

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 from loopbreak.scanning.sources import Source
 
@@ -39,7 +40,9 @@ def replacing(dest: Path, keep_mode_of: Optional[Path] = None) -> Iterator[Pendi
     ``keep_mode_of``. Otherwise it is deleted."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     # A dot name, so a directory scan that meets it skips it.
-    descriptor, name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".loopbreak-tmp")
+    descriptor, name = tempfile.mkstemp(
+        dir=dest.parent, prefix=f".{dest.name}.", suffix=".loopbreak-tmp"
+    )
     os.close(descriptor)
     pending = Pending(Path(name))
     try:

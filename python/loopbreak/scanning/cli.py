@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopbreak.errors import ScanError
 from loopbreak.scanning import json_lines, sqlite_tables, text_files
 from loopbreak.scanning.field_path import FieldPath
 from loopbreak.scanning.findings import NOTE_SUFFIX, RECORD_KEYS
 from loopbreak.scanning.progress import Progress
-from loopbreak.errors import ScanError
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import FORMATS, Source, find_sources
 
@@ -56,16 +56,29 @@ def register(commands: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or directories; '-' reads stdin")
+    parser.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="files or directories; '-' reads stdin"
+    )
     parser.add_argument("--format", choices=FORMATS, help="read every file as this format")
-    parser.add_argument("--field", type=_field_path, metavar="PATH", help="JSON lines: where the text is in each line")
+    parser.add_argument(
+        "--field",
+        type=_field_path,
+        metavar="PATH",
+        help="JSON lines: where the text is in each line",
+    )
     parser.add_argument("--column", metavar="NAME", help="Parquet, SQLite: the column of texts")
     parser.add_argument("--table", metavar="NAME", help="SQLite: the table")
     parser.add_argument("--json", action="store_true", help="one JSON object per finding on stdout")
-    parser.add_argument("--trim", action="store_true", help="write cleaned copies (needs --out or --in-place)")
+    parser.add_argument(
+        "--trim", action="store_true", help="write cleaned copies (needs --out or --in-place)"
+    )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, metavar="DIR", help="with --trim: the folder for the cleaned copies")
-    where.add_argument("--in-place", action="store_true", help="with --trim: replace the inputs that have findings")
+    where.add_argument(
+        "--out", type=Path, metavar="DIR", help="with --trim: the folder for the cleaned copies"
+    )
+    where.add_argument(
+        "--in-place", action="store_true", help="with --trim: replace the inputs that have findings"
+    )
     parser.add_argument(
         "--ray",
         metavar="ADDRESS",
@@ -121,7 +134,9 @@ def _misuse(args: argparse.Namespace) -> str:
     return ""
 
 
-def _scan_file(source: Source, args: argparse.Namespace, report: Report, progress: Progress) -> None:
+def _scan_file(
+    source: Source, args: argparse.Namespace, report: Report, progress: Progress
+) -> None:
     path = str(source.path)
     advance = progress.file(source.size)
     scanned = False
@@ -152,8 +167,8 @@ def _scan_on_ray(address: str, sources: list[Source], column: str, report: Repor
         import pyarrow.parquet as pq
         import ray
 
-        from loopbreak.scanning.ray import read_parquet_rows, scan_dataset
         from loopbreak.scanning import parquet_files
+        from loopbreak.scanning.ray import read_parquet_rows, scan_dataset
     except ImportError as error:
         report.error("--ray", f"needs pip install 'loopbreak[ray]' ({error})")
         return
@@ -185,7 +200,9 @@ def _scan_on_ray(address: str, sources: list[Source], column: str, report: Repor
         report.error(address, f"cannot reach the Ray cluster: {error}")
         return
     try:
-        findings = scan_dataset(read_parquet_rows(list(rows_by_path), column), column, keep=("path", "row"))
+        findings = scan_dataset(
+            read_parquet_rows(list(rows_by_path), column), column, keep=("path", "row")
+        )
         batches: list[Any] = list(findings.iter_batches(batch_format="pyarrow", batch_size=None))
     except ray.exceptions.RayError as error:
         report.error(address, f"the scan failed on the cluster: {error}")
@@ -200,7 +217,9 @@ def _scan_on_ray(address: str, sources: list[Source], column: str, report: Repor
         report.scanned(rows)
         # A stable sort by row: each row's findings keep the order the scan gave them.
         for record in sorted(records_by_path[path], key=lambda record: int(record["row"])):
-            report.finding({"path": path, "row": record["row"]}, {key: record[key] for key in RECORD_KEYS})
+            report.finding(
+                {"path": path, "row": record["row"]}, {key: record[key] for key in RECORD_KEYS}
+            )
         report.file_done(path, scanned=True)
 
 

@@ -14,8 +14,9 @@ there is nothing to scan in that line; the command reports a file where no line 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Optional, Union
 
 Container = Union[dict[str, Any], list[Any]]
 

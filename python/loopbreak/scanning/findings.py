@@ -7,8 +7,9 @@ block."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from loopbreak._batch import Texts, scan_many
 from loopbreak._core import Finding, Rules, Trimmed, trim
@@ -33,21 +34,31 @@ def record(finding: Finding, trim_units: int) -> dict[str, Any]:
     return {**finding.to_dict(), "trim_units": trim_units}
 
 
-def scan_batch(texts: Texts, rules: Optional[Rules] = None, threads: Optional[int] = None) -> BatchFindings:
+def scan_batch(
+    texts: Texts, rules: Optional[Rules] = None, threads: Optional[int] = None
+) -> BatchFindings:
     """Scans ``texts`` (a sequence of ``str`` or a pyarrow string column, whose nulls scan as
     empty texts) on all cores (or ``threads``); only the rows with findings are looked at again,
     one by one, to trim them. An Arrow row becomes a ``str`` only if it has a finding."""
-    found = [(row, findings) for row, findings in enumerate(scan_many(texts, rules, threads)) if findings]
+    found = [
+        (row, findings) for row, findings in enumerate(scan_many(texts, rules, threads)) if findings
+    ]
     return _with_trims([(row, _text(texts, row), findings) for row, findings in found], rules)
 
 
-def scanned_batch(rows: Sequence[tuple[str, Sequence[Finding]]], rules: Optional[Rules] = None) -> BatchFindings:
+def scanned_batch(
+    rows: Sequence[tuple[str, Sequence[Finding]]], rules: Optional[Rules] = None
+) -> BatchFindings:
     """The ``BatchFindings`` of texts scanned already (JSON lines are scanned as they are read):
     row ``i`` is ``rows[i]``, a text and its findings."""
-    return _with_trims([(row, text, findings) for row, (text, findings) in enumerate(rows) if findings], rules)
+    return _with_trims(
+        [(row, text, findings) for row, (text, findings) in enumerate(rows) if findings], rules
+    )
 
 
-def _with_trims(found: Sequence[tuple[int, str, Sequence[Finding]]], rules: Optional[Rules]) -> BatchFindings:
+def _with_trims(
+    found: Sequence[tuple[int, str, Sequence[Finding]]], rules: Optional[Rules]
+) -> BatchFindings:
     """The records of each row's findings, and the row trimmed (``(row, text, findings)`` of each
     row with findings, in order)."""
     rows: list[int] = []
@@ -56,10 +67,15 @@ def _with_trims(found: Sequence[tuple[int, str, Sequence[Finding]]], rules: Opti
     for row, text, findings in found:
         trimmed[row] = trim(text, rules=rules)
         # Trimming skips a finding inside a region already removed: that finding removes 0.
-        removed = {(r.finding.rule, r.finding.start, r.finding.detected_at): r.units for r in trimmed[row].removals}
+        removed = {
+            (r.finding.rule, r.finding.start, r.finding.detected_at): r.units
+            for r in trimmed[row].removals
+        }
         for finding in findings:
             rows.append(row)
-            records.append(record(finding, removed.get((finding.rule, finding.start, finding.detected_at), 0)))
+            records.append(
+                record(finding, removed.get((finding.rule, finding.start, finding.detected_at), 0))
+            )
     return BatchFindings(rows, records, trimmed)
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterator, Optional, Sequence
+from typing import IO, Any, Callable, Optional
 
 from loopbreak._batch import scan_many
 from loopbreak._core import Finding, scan_json_lines

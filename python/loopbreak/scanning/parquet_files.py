@@ -16,9 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import BatchFindings, note, note_name, scan_batch
-from loopbreak.errors import ScanError
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import Source
 
@@ -27,7 +27,9 @@ from loopbreak.scanning.sources import Source
 BATCH_ROWS = 8192
 
 
-def scan(source: Source, column: Optional[str], report: Report, advance: Callable[[float], None]) -> None:
+def scan(
+    source: Source, column: Optional[str], report: Report, advance: Callable[[float], None]
+) -> None:
     try:
         _scan(source, column, report, advance)
     except pa.ArrowException as error:
@@ -46,7 +48,9 @@ def text_column_type(schema: Any, column: Optional[str]) -> Any:
     return kind
 
 
-def _scan(source: Source, column: Optional[str], report: Report, advance: Callable[[float], None]) -> None:
+def _scan(
+    source: Source, column: Optional[str], report: Report, advance: Callable[[float], None]
+) -> None:
     file = pq.ParquetFile(source.path)
     schema = file.schema_arrow
     text_column_type(schema, column)
@@ -78,7 +82,9 @@ def _with_note_column(schema: Any, column: str) -> Any:
     if name not in schema.names:
         return schema.append(pa.field(name, pa.string()))
     if not pa.types.is_string(schema.field(name).type):
-        raise ScanError(f"column {name!r} is there already and holds {schema.field(name).type}, not text")
+        raise ScanError(
+            f"column {name!r} is there already and holds {schema.field(name).type}, not text"
+        )
     return schema
 
 
@@ -97,6 +103,10 @@ def _cleaned(batch: Any, column: str, out_schema: Any, found: BatchFindings) -> 
         text_index, notes_index = names.index(column), names.index(notes_name)
         texts = [found.trimmed[row].text for row in rows]
         notes = [json.dumps(note(found.trimmed[row]), ensure_ascii=False) for row in rows]
-        columns[text_index] = pc.replace_with_mask(columns[text_index], mask, pa.array(texts, columns[text_index].type))
-        columns[notes_index] = pc.replace_with_mask(columns[notes_index], mask, pa.array(notes, pa.string()))
+        columns[text_index] = pc.replace_with_mask(
+            columns[text_index], mask, pa.array(texts, columns[text_index].type)
+        )
+        columns[notes_index] = pc.replace_with_mask(
+            columns[notes_index], mask, pa.array(notes, pa.string())
+        )
     return pa.RecordBatch.from_arrays(columns, schema=out_schema)

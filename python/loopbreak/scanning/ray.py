@@ -15,8 +15,9 @@ every node can read, with ``read_parquet_rows`` telling each row by its file and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -75,7 +76,9 @@ def read_parquet_rows(paths: Sequence[str], column: str) -> ray.data.Dataset:
     )
 
 
-def _scan_table(batch: Any, column: str, keep: list[str], rules: Optional[dict[str, int]], threads: int) -> Any:
+def _scan_table(
+    batch: Any, column: str, keep: list[str], rules: Optional[dict[str, int]], threads: int
+) -> Any:
     texts = batch.column(column)
     found = scan_batch(texts, Rules(**rules) if rules is not None else None, threads)
     rows = pa.array(found.rows, pa.int64())
@@ -87,7 +90,9 @@ def _scan_table(batch: Any, column: str, keep: list[str], rules: Optional[dict[s
 
 def _read_pieces(pieces: Any, column: str) -> Any:
     tables = []
-    for path, group, first_row in zip(*(pieces.column(name).to_pylist() for name in ("path", "row_group", "first_row"))):
+    for path, group, first_row in zip(
+        *(pieces.column(name).to_pylist() for name in ("path", "row_group", "first_row"))
+    ):
         texts = pq.ParquetFile(path).read_row_group(group, columns=[column]).column(column)
         tables.append(
             pa.table(

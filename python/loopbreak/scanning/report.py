@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from loopbreak._core import RULE_NAMES
-from loopbreak.errors import ScanError
 from loopbreak.scanning.findings import BatchFindings
 from loopbreak.scanning.progress import Progress
 
@@ -81,7 +80,9 @@ class Report:
         self._rows_with_findings_before_file = self.rows_with_findings
         hidden = self._errors_by_file.pop(path, 0) - ERRORS_SHOWN_PER_FILE
         if hidden > 0:
-            self.progress.print(f"loopbreak scan: {path}: {hidden} more errors not shown", sys.stderr)
+            self.progress.print(
+                f"loopbreak scan: {path}: {hidden} more errors not shown", sys.stderr
+            )
 
     def summary(self) -> list[str]:
         """The summary table, as lines."""
@@ -90,13 +91,20 @@ class Report:
             lines = [f"{scanned}: no loops found"]
         else:
             in_files = _count(self.files_with_findings, "file")
-            lines = [f"{scanned}: {_count(self.rows_with_findings, 'row')} with findings, in {in_files}", ""]
+            lines = [
+                f"{scanned}: {_count(self.rows_with_findings, 'row')} with findings, in {in_files}",
+                "",
+            ]
             lines.append(f"{'rule':<16}{'rows':>12}{'findings':>12}{'units to trim':>16}")
             for rule, counts in self.by_rule.items():
-                lines.append(f"{rule:<16}{counts.rows:>12,}{counts.findings:>12,}{counts.trim_units:>16,}")
+                lines.append(
+                    f"{rule:<16}{counts.rows:>12,}{counts.findings:>12,}{counts.trim_units:>16,}"
+                )
             total_findings = sum(counts.findings for counts in self.by_rule.values())
             total_units = sum(counts.trim_units for counts in self.by_rule.values())
-            lines.append(f"{'all':<16}{self.rows_with_findings:>12,}{total_findings:>12,}{total_units:>16,}")
+            lines.append(
+                f"{'all':<16}{self.rows_with_findings:>12,}{total_findings:>12,}{total_units:>16,}"
+            )
         if self.skipped:
             lines.append(f"skipped {_count(self.skipped, 'binary file')}")
         if self.errors:
@@ -120,7 +128,10 @@ def describe(record: dict[str, Any]) -> str:
 
 def _where(location: Location) -> str:
     """``path`` then the rest of the location as words: ``a.jsonl line 3 field messages.1.content``."""
-    return " ".join([str(location["path"])] + [f"{key} {value}" for key, value in location.items() if key != "path"])
+    return " ".join(
+        [str(location["path"])]
+        + [f"{key} {value}" for key, value in location.items() if key != "path"]
+    )
 
 
 def _json_line(record: dict[str, Any]) -> str:

@@ -4,9 +4,10 @@ told by its first bytes or its name, and with ``--trim`` each file gets the path
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 FORMATS = ("text", "jsonl", "parquet", "sqlite")
 STDIN = Path("-")
@@ -31,7 +32,11 @@ class Sources:
 
 
 def find_sources(
-    paths: list[Path], *, format: Optional[str] = None, out: Optional[Path] = None, in_place: bool = False
+    paths: list[Path],
+    *,
+    format: Optional[str] = None,
+    out: Optional[Path] = None,
+    in_place: bool = False,
 ) -> Sources:
     """The files to scan, in order: a directory's files sorted by path, hidden ones left out.
     With ``out`` the copies land as ``cp -r PATH... OUT`` would put them; with ``in_place``
@@ -43,7 +48,9 @@ def find_sources(
             found.files.append(Source(STDIN, format or "text", 0, None))
         elif path.is_dir():
             for file in _walk(path, excluded, found):
-                dest = out / path.resolve().name / file.relative_to(path) if out is not None else None
+                dest = (
+                    out / path.resolve().name / file.relative_to(path) if out is not None else None
+                )
                 _add(file, dest, format, in_place, found)
         elif path.exists():
             _add(path, out / path.name if out is not None else None, format, in_place, found)
@@ -68,7 +75,9 @@ def detect_format(path: Path) -> str:
     return "binary" if b"\x00" in head else "text"
 
 
-def _add(path: Path, dest: Optional[Path], format: Optional[str], in_place: bool, found: Sources) -> None:
+def _add(
+    path: Path, dest: Optional[Path], format: Optional[str], in_place: bool, found: Sources
+) -> None:
     try:
         kind = format or detect_format(path)
         size = path.stat().st_size
@@ -87,7 +96,9 @@ def _walk(top: Path, excluded: Optional[Path], found: Sources) -> Iterator[Path]
 
     for root, dirs, files in os.walk(top, onerror=unreadable):
         # Sorted in place, so the walk itself goes in order; the output folder is never input.
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and Path(root, d).resolve() != excluded)
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and Path(root, d).resolve() != excluded
+        )
         for name in sorted(files):
             if not name.startswith("."):
                 yield Path(root, name)
@@ -103,9 +114,13 @@ def _check_destinations(found: Sources) -> None:
             continue
         dest = source.dest.resolve()
         if dest == source.path.resolve():
-            found.problems.append((str(source.path), "its cleaned copy would overwrite it (use --in-place)"))
+            found.problems.append(
+                (str(source.path), "its cleaned copy would overwrite it (use --in-place)")
+            )
         elif dest in writers:
-            found.problems.append((str(source.path), f"its cleaned copy would overwrite that of {writers[dest]}"))
+            found.problems.append(
+                (str(source.path), f"its cleaned copy would overwrite that of {writers[dest]}")
+            )
         else:
             writers[dest] = source.path
             kept.append(source)

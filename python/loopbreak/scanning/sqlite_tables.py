@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import urllib.parse
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from typing import Callable, Iterator, Optional
+from typing import Callable, Optional
 
+from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import note, note_name, scan_batch
-from loopbreak.errors import ScanError
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import Source
 
@@ -31,7 +32,11 @@ NOT_TEXT = {b"integer": "an integer", b"real": "a real number", b"blob": "a blob
 
 
 def scan(
-    source: Source, table: Optional[str], column: Optional[str], report: Report, advance: Callable[[float], None]
+    source: Source,
+    table: Optional[str],
+    column: Optional[str],
+    report: Report,
+    advance: Callable[[float], None],
 ) -> None:
     try:
         _scan(source, table, column, report, advance)
@@ -40,7 +45,11 @@ def scan(
 
 
 def _scan(
-    source: Source, table: Optional[str], column: Optional[str], report: Report, advance: Callable[[float], None]
+    source: Source,
+    table: Optional[str],
+    column: Optional[str],
+    report: Report,
+    advance: Callable[[float], None],
 ) -> None:
     path = str(source.path)
     uri = f"file:{urllib.parse.quote(str(source.path.resolve()))}?mode=ro"
@@ -49,7 +58,11 @@ def _scan(
         table, column = _check(reader, table, column)
         total_rows = max(reader.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0], 1)
         with ExitStack() as stack:
-            target = stack.enter_context(_cleaning(source, reader, table, column)) if source.dest else None
+            target = (
+                stack.enter_context(_cleaning(source, reader, table, column))
+                if source.dest
+                else None
+            )
             # Texts come as bytes, decoded here: undecodable bytes become lone surrogates (one
             # unit each) instead of failing the whole chunk, and encode back to the same bytes.
             reader.text_factory = bytes
@@ -62,9 +75,13 @@ def _scan(
                 rowids: list[int] = []
                 for rowid, kind, value in rows:
                     if kind in NOT_TEXT:
-                        report.error(path, f"rowid {rowid}: {column} holds {NOT_TEXT[kind]}, not text")
+                        report.error(
+                            path, f"rowid {rowid}: {column} holds {NOT_TEXT[kind]}, not text"
+                        )
                         continue
-                    texts.append(value.decode("utf-8", errors="surrogateescape") if value is not None else "")
+                    texts.append(
+                        value.decode("utf-8", errors="surrogateescape") if value is not None else ""
+                    )
                     rowids.append(rowid)
                 found = scan_batch(texts)
                 report.scanned(len(texts))
@@ -73,7 +90,11 @@ def _scan(
                     target.executemany(
                         f"INSERT INTO {STAGING} VALUES (?, ?, ?)",
                         [
-                            (rowids[row], trimmed.text.encode("utf-8", errors="surrogateescape"), json.dumps(note(trimmed)))
+                            (
+                                rowids[row],
+                                trimmed.text.encode("utf-8", errors="surrogateescape"),
+                                json.dumps(note(trimmed)),
+                            )
                             for row, trimmed in found.trimmed.items()
                         ],
                     )
@@ -83,8 +104,15 @@ def _scan(
         reader.close()
 
 
-def _check(reader: sqlite3.Connection, table: Optional[str], column: Optional[str]) -> tuple[str, str]:
-    tables = [name for (name,) in reader.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+def _check(
+    reader: sqlite3.Connection, table: Optional[str], column: Optional[str]
+) -> tuple[str, str]:
+    tables = [
+        name
+        for (name,) in reader.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+        )
+    ]
     if table is None or table not in tables:
         wanted = "SQLite needs --table" if table is None else f"no table {table!r}"
         raise ScanError(f"{wanted} (tables: {', '.join(tables) or 'none'})")
@@ -95,12 +123,16 @@ def _check(reader: sqlite3.Connection, table: Optional[str], column: Optional[st
     try:
         reader.execute(f"SELECT rowid FROM {_quote(table)} LIMIT 0")
     except sqlite3.OperationalError:
-        raise ScanError(f"table {table!r} has no rowid to tell its rows by (a WITHOUT ROWID table)") from None
+        raise ScanError(
+            f"table {table!r} has no rowid to tell its rows by (a WITHOUT ROWID table)"
+        ) from None
     return table, column
 
 
 @contextmanager
-def _cleaning(source: Source, reader: sqlite3.Connection, table: str, column: str) -> Iterator[sqlite3.Connection]:
+def _cleaning(
+    source: Source, reader: sqlite3.Connection, table: str, column: str
+) -> Iterator[sqlite3.Connection]:
     """The connection the cleaned rows are staged in; they are written when the scan ends."""
     (encoding,) = reader.execute("PRAGMA encoding").fetchone()
     if encoding != "UTF-8":

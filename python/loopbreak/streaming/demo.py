@@ -15,9 +15,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
-from typing import Iterator
 
 from loopbreak.store import Database
 from loopbreak.streaming import persist
@@ -44,7 +44,12 @@ class Recording:
 
 
 def load_recording() -> Recording:
-    raw = resources.files("loopbreak.streaming").joinpath("data").joinpath("demo_output.json").read_text("utf-8")
+    raw = (
+        resources.files("loopbreak.streaming")
+        .joinpath("data")
+        .joinpath("demo_output.json")
+        .read_text("utf-8")
+    )
     data = json.loads(raw)
     return Recording(data["model"], data["prompt"], data["text"], data["completion_tokens"])
 
@@ -70,7 +75,9 @@ def run(db: str, fast: bool) -> int:
     out.write(f"Prompt: {recording.prompt}\n\n")
     out.flush()
 
-    guarded = guard(replay(recording.text, 0 if fast else TOKENS_PER_SECOND), on_degeneration="stop")
+    guarded = guard(
+        replay(recording.text, 0 if fast else TOKENS_PER_SECOND), on_degeneration="stop"
+    )
     streamed = 0
     with guarded:
         for delta in guarded:
@@ -112,6 +119,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument("--fast", action="store_true", help="stream without waiting between tokens")
     parser.add_argument(
-        "--db", default=DEFAULT_DB, help=f"SQLite database to store the run in (default: {DEFAULT_DB})"
+        "--db",
+        default=DEFAULT_DB,
+        help=f"SQLite database to store the run in (default: {DEFAULT_DB})",
     )
     parser.set_defaults(handler=lambda args: run(args.db, args.fast))

@@ -27,19 +27,21 @@ from __future__ import annotations
 
 import inspect
 import json
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from dataclasses import dataclass
 from types import AsyncGeneratorType, GeneratorType, TracebackType
 from typing import (
     TYPE_CHECKING,
     Any,
-    AsyncGenerator,
-    AsyncIterable,
-    AsyncIterator,
     Callable,
-    Generator,
     Generic,
-    Iterable,
-    Iterator,
     Literal,
     Optional,
     TypeVar,
@@ -162,7 +164,9 @@ class _Watch:
         content: list[str] = []
         for piece in pieces:
             if not isinstance(piece, Piece) or not isinstance(piece.delta, str):
-                raise TypeError(f"an adapter must give Piece objects with str deltas, got {piece!r}")
+                raise TypeError(
+                    f"an adapter must give Piece objects with str deltas, got {piece!r}"
+                )
             if piece.tool_name is not None:
                 self._tool_names[piece.source] = piece.tool_name
             if not piece.delta:
@@ -563,7 +567,9 @@ def _log_close_failure(error: Exception) -> None:
     # Imported here: `import loopbreak` stays free of logging, and this runs only on a failure.
     import logging
 
-    logging.getLogger("loopbreak.streaming").warning("closing the upstream failed while the stream was stopping: %r", error)
+    logging.getLogger("loopbreak.streaming").warning(
+        "closing the upstream failed while the stream was stopping: %r", error
+    )
 
 
 def _release_quietly(release: Callable[[], None]) -> None:
@@ -584,7 +590,9 @@ def _text_pieces(delta: str) -> tuple[Piece]:
 
 def _reject_str(deltas: object) -> None:
     if isinstance(deltas, str):
-        raise TypeError("expected a stream of str deltas, got one str: use loopbreak.scan() or trim()")
+        raise TypeError(
+            "expected a stream of str deltas, got one str: use loopbreak.scan() or trim()"
+        )
 
 
 def guard(
@@ -613,4 +621,6 @@ def aguard(
 ) -> AsyncGuarded[str]:
     """Guards an async stream of text deltas; see ``AsyncGuarded`` and ``guard``."""
     _reject_str(deltas)
-    return AsyncGuarded(deltas, _text_pieces, on_degeneration=on_degeneration, rules=rules, keep=keep)
+    return AsyncGuarded(
+        deltas, _text_pieces, on_degeneration=on_degeneration, rules=rules, keep=keep
+    )

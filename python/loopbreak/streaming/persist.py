@@ -11,8 +11,9 @@ a ``loopbreak.store.Database``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Optional, Union
 
 from loopbreak.errors import DegenerationDetected, RunNotFound
 from loopbreak.store import Database, check_database, utc_now
@@ -123,4 +124,3 @@ def load_run(db: Database, run_id: int) -> Run:
     run_id, status, error, text, finding_json, stop_message, created_at = row
     finding = None if finding_json is None else json.loads(finding_json)
     return Run(run_id, status, error, text, finding, stop_message, created_at)
-
