@@ -47,6 +47,7 @@ impl Stream {
     }
 }
 
+/// A streaming detector over text deltas: feed it each delta as it arrives.
 #[pyclass(name = "Detector", module = "loopbreak", frozen)]
 pub struct PyDetector {
     state: Mutex<Stream>,
@@ -99,6 +100,7 @@ impl PyDetector {
     }
 }
 
+/// The same rules over token ids, for engines that see ids, not text.
 #[pyclass(name = "TokenDetector", module = "loopbreak", frozen)]
 pub struct PyTokenDetector {
     state: Mutex<Stream>,

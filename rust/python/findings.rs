@@ -7,12 +7,15 @@ use pyo3::types::{PyDict, PyList};
 use super::input::units_to_str;
 use crate::Finding;
 
+/// One degenerate region of a text: the rule, the period, the block (a `str`), where it starts,
+/// its copies, where the rule first held and where it ends.
 #[pyclass(name = "Finding", module = "loopbreak", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PyFinding {
     inner: Finding,
 }
 
+/// A `Finding` over token ids: the block is a `list[int]`.
 #[pyclass(name = "TokenFinding", module = "loopbreak", frozen, eq, hash)]
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct PyTokenFinding {

@@ -38,6 +38,7 @@ impl PyRemoval {
         self.inner.repeats
     }
 
+    /// The removal as a dict of plain values (its finding as a dict), for JSON.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let dict = PyDict::new(py);
         dict.set_item("finding", self.finding().to_dict(py)?)?;

@@ -41,6 +41,7 @@ class JsonLinesSink:
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115
 
     def write(self, decision: Decision) -> None:
+        """Appends the decision as one JSON line and flushes it; a stop is also fsynced."""
         line = json.dumps({**decision.to_dict(), "recorded_at": utc_now()}, ensure_ascii=False)
         self._file.write(line + "\n")
         self._file.flush()
@@ -48,6 +49,7 @@ class JsonLinesSink:
             os.fsync(self._file.fileno())
 
     def close(self) -> None:
+        """Closes the file."""
         self._file.close()
 
 
@@ -67,6 +69,7 @@ class SqliteSink:
         self._db = check_database(db)
 
     def write(self, decision: Decision) -> None:
+        """Commits a stop at once (with the decisions queued before it); queues allow and warn."""
         write = self._db.insert if decision.stopped else self._db.queue
         write("audit_events", self.row(decision))
 
@@ -112,6 +115,7 @@ class LoggingSink:
         self.logger = logger if logger is not None else logging.getLogger("loopbreak.agent.audit")
 
     def write(self, decision: Decision) -> None:
+        """Logs the decision at the level of its kind."""
         self.logger.log(
             self._LEVELS[decision.kind],
             "run %s step %d: %s (%s: %s %s / %s)%s",

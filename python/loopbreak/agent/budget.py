@@ -38,6 +38,7 @@ class ModelPrice:
         _validate.amount("output_per_million", self.output_per_million)
 
     def to_dict(self) -> dict[str, float]:
+        """The prices as plain values, for JSON."""
         return {
             "input_per_million": self.input_per_million,
             "output_per_million": self.output_per_million,
@@ -87,6 +88,7 @@ class Budgets:
         object.__setattr__(self, "prices", MappingProxyType(dict(self.prices)))
 
     def to_dict(self) -> dict[str, Any]:
+        """Every limit (None where not enforced) and the prices, as plain values for JSON."""
         return {
             "max_seconds": self.max_seconds,
             "max_cost": self.max_cost,
@@ -111,6 +113,7 @@ class BudgetCheck:
         return self.value >= self.limit
 
     def to_dict(self) -> dict[str, Any]:
+        """The check as plain values, for JSON."""
         return {
             "budget": self.budget.value,
             "value": self.value,
@@ -135,6 +138,7 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def to_dict(self) -> dict[str, Any]:
+        """What the run used, ``total_tokens`` included, as plain values for JSON."""
         return {
             "steps": self.steps,
             "elapsed_seconds": self.elapsed_seconds,
@@ -198,6 +202,7 @@ class BudgetMeter:
         return total
 
     def usage(self) -> Usage:
+        """What the run has used so far."""
         return Usage(
             steps=self._steps,
             elapsed_seconds=self.elapsed(),

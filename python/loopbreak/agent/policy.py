@@ -148,6 +148,7 @@ class PolicyConfig:
         object.__setattr__(self, "stop_messages", _stop_messages(self.stop_messages))
 
     def to_dict(self) -> dict[str, Any]:
+        """Every value in force, budgets and stop messages included, as plain values for JSON."""
         return {
             "max_steps": self.max_steps,
             "warning_steps": self.warning_steps,
@@ -225,6 +226,7 @@ class StepPlan:
         return None if self.tools_enabled else "none"
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as plain values, for JSON."""
         return {
             "decision": self.decision.to_dict(),
             "system_prompt": self.system_prompt,
@@ -297,6 +299,7 @@ class RunPolicy:
         return self._last_progress_step
 
     def usage(self) -> Usage:
+        """What the run has used so far: steps, seconds, tokens, cost, tool calls."""
         return self._meter.usage()
 
     def budget_checks(self) -> tuple[BudgetCheck, ...]:

@@ -117,6 +117,7 @@ class Evidence:
     details: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
+        """The evidence as plain values, for JSON."""
         return {
             "kind": self.kind.value,
             "name": self.name,
@@ -135,6 +136,7 @@ class Condition:
     inputs: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
+        """The condition as plain values, for JSON."""
         return {"state": self.state.value, "held": self.held, "inputs": dict(self.inputs)}
 
 
@@ -162,6 +164,7 @@ class Receipt:
         return self.state.next_action
 
     def to_dict(self) -> dict[str, Any]:
+        """The receipt as plain values: the state, the evidence, every condition, the policy and the usage."""
         return {
             "run_id": self.run_id,
             "state": self.state.value,
@@ -176,6 +179,7 @@ class Receipt:
         }
 
     def to_json(self, indent: Optional[int] = None) -> str:
+        """``to_dict()`` as JSON text (non-ASCII kept as is)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
 
