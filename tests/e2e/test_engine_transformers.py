@@ -60,6 +60,9 @@ class Engine:
 
 @pytest.fixture(scope="module")
 def engine() -> Engine:
+    # One thread, as for the model server (conftest.py): with two on a 2-core machine that has
+    # anything else running, torch's threads wait on each other (a run here took 3x the CPU time).
+    torch.set_num_threads(1)
     path = model_path()
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(
