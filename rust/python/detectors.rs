@@ -114,7 +114,7 @@ impl PyTokenDetector {
 
     /// Feeds token ids; returns the first finding whose rule first held among them, or None.
     fn feed(&self, py: Python<'_>, tokens: &Bound<'_, PyAny>) -> PyResult<Option<PyTokenFinding>> {
-        let input = Text::Ids(ids_arg(tokens, &TOKENS)?);
+        let input = Text::Owned(ids_arg(tokens, &TOKENS)?);
         Ok(lock(py, &self.state).feed(py, &input).map(PyTokenFinding::from))
     }
 

@@ -8,7 +8,6 @@ use pyo3::buffer::{Element, PyUntypedBuffer};
 use pyo3::exceptions::{PyOverflowError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
-use pyo3::types::string::PyStringData;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyString, PyTuple};
 
 use crate::detector::scan_stored;
@@ -19,13 +18,15 @@ use crate::{Detector, Finding, Rules};
 pub const DETACH_ABOVE_BYTES: usize = 64 * 1024;
 
 /// Units from Python. A `str` is borrowed as CPython stores it, one, two or four bytes per code
-/// point (lone surrogates included), so it is neither encoded nor decoded on the way in; token
-/// ids are copied from their list or buffer.
+/// point (lone surrogates included), so it is neither encoded nor decoded on the way in (where
+/// that is sound, see `str_units`); token ids are copied from their list or buffer.
+#[cfg_attr(not(all(target_arch = "x86_64", not(any(Py_LIMITED_API, PyPy, GraalPy)))), allow(dead_code))]
 pub enum Text<'a> {
     Bytes(&'a [u8]),
     Narrow(&'a [u16]),
     Wide(&'a [u32]),
-    Ids(Vec<u32>),
+    /// Units copied out: token ids, or code points where a `str` is not borrowed.
+    Owned(Vec<u32>),
 }
 
 impl Text<'_> {
@@ -34,7 +35,7 @@ impl Text<'_> {
             Text::Bytes(units) => size_of_val(*units),
             Text::Narrow(units) => size_of_val(*units),
             Text::Wide(units) => size_of_val(*units),
-            Text::Ids(units) => size_of_val(units.as_slice()),
+            Text::Owned(units) => size_of_val(units.as_slice()),
         }
     }
 
@@ -43,7 +44,7 @@ impl Text<'_> {
             Text::Bytes(units) => widened(units),
             Text::Narrow(units) => widened(units),
             Text::Wide(units) => units.to_vec(),
-            Text::Ids(units) => units.clone(),
+            Text::Owned(units) => units.clone(),
         }
     }
 
@@ -53,7 +54,7 @@ impl Text<'_> {
             Text::Bytes(units) => scan_stored(units, rules),
             Text::Narrow(units) => scan_stored(units, rules),
             Text::Wide(units) => scan_stored(units, rules),
-            Text::Ids(units) => scan_stored(units, rules),
+            Text::Owned(units) => scan_stored(units, rules),
         }
     }
 
@@ -64,7 +65,7 @@ impl Text<'_> {
             Text::Bytes(units) => detector.feed_stored(units, &mut found),
             Text::Narrow(units) => detector.feed_stored(units, &mut found),
             Text::Wide(units) => detector.feed_stored(units, &mut found),
-            Text::Ids(units) => detector.feed_stored(units, &mut found),
+            Text::Owned(units) => detector.feed_stored(units, &mut found),
         };
         if self.len_bytes() > DETACH_ABOVE_BYTES {
             py.detach(run);
@@ -84,14 +85,54 @@ pub fn text_arg<'a>(obj: &'a Bound<'_, PyAny>, what: &str) -> PyResult<Text<'a>>
     let Ok(s) = obj.cast::<PyString>() else {
         return Err(PyTypeError::new_err(format!("{what} must be str, not {}", obj.get_type().name()?)));
     };
-    // SAFETY: PyO3 reads the str's storage kind from a C bitfield laid out as on x86-64, where
-    // PyO3 tests it and where this package is built and tested. The data stays valid while
-    // `obj` is borrowed: a str is immutable.
+    str_units(s)
+}
+
+/// A `str` borrowed as CPython stores it, on x86-64 CPython with its full API only: PyO3 reads
+/// the storage kind from a C bitfield whose layout it tests there (and where this package is
+/// built and tested), and the storage does not exist on PyPy, GraalPy or the limited API.
+/// Everywhere else, the portable `str_units` below copies the code points out instead, so the
+/// package still builds and behaves the same, only slower.
+#[cfg(all(target_arch = "x86_64", not(any(Py_LIMITED_API, PyPy, GraalPy))))]
+fn str_units<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
+    use pyo3::types::string::PyStringData;
+    // SAFETY: the storage kind is read as laid out on x86-64 (above). The data stays valid
+    // while `s` is borrowed: a str is immutable.
     Ok(match unsafe { s.data() }? {
         PyStringData::Ucs1(units) => Text::Bytes(units),
         PyStringData::Ucs2(units) => Text::Narrow(units),
         PyStringData::Ucs4(units) => Text::Wide(units),
     })
+}
+
+/// The code points of a `str`, copied out through UTF-8 (the portable path, see above). Lone
+/// surrogates, which UTF-8 cannot hold, come through `surrogatepass` as on the way back.
+#[cfg(not(all(target_arch = "x86_64", not(any(Py_LIMITED_API, PyPy, GraalPy)))))]
+fn str_units<'a>(s: &'a Bound<'_, PyString>) -> PyResult<Text<'a>> {
+    if let Ok(text) = s.to_cow() {
+        return Ok(Text::Owned(text.chars().map(u32::from).collect()));
+    }
+    let encoded = s.call_method1("encode", ("utf-8", "surrogatepass"))?.cast_into::<PyBytes>()?;
+    Ok(Text::Owned(code_points(encoded.as_bytes())))
+}
+
+/// The code points of UTF-8 as `surrogatepass` writes it (surrogates as three-byte sequences).
+#[cfg(not(all(target_arch = "x86_64", not(any(Py_LIMITED_API, PyPy, GraalPy)))))]
+fn code_points(bytes: &[u8]) -> Vec<u32> {
+    let mut units = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let lead = bytes[at];
+        let (len, bits) = match lead {
+            0x00..=0x7F => (1, u32::from(lead)),
+            0xC0..=0xDF => (2, u32::from(lead & 0x1F)),
+            0xE0..=0xEF => (3, u32::from(lead & 0x0F)),
+            _ => (4, u32::from(lead & 0x07)),
+        };
+        units.push(bytes[at + 1..at + len].iter().fold(bits, |unit, &byte| unit << 6 | u32::from(byte & 0x3F)));
+        at += len;
+    }
+    units
 }
 
 /// Code points back to a Python `str`, surrogates included.

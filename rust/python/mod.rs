@@ -25,7 +25,9 @@ mod trim;
 ///   serialised as they are under the GIL; the lock is waited for with the GIL released, so a
 ///   holder working detached can always finish;
 /// - functions borrow `str` data, which is immutable, and copy token ids and buffers before
-///   working on them; nothing is global but the default rules' sampling plan, a `OnceLock`.
+///   working on them;
+/// - what the core shares between threads is built for it: the default rules' sampling plan and
+///   the line-hash key (each a `OnceLock`), and `scan_many`'s thread pools (behind a `Mutex`).
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     use pyo3::prelude::*;

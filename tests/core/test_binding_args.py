@@ -2,10 +2,10 @@
 
 import array
 import struct
+import threading
 from typing import Callable
 
 import pytest
-
 from loopbreak import _core
 
 LOOP = "loadTools. " * 40
@@ -54,9 +54,13 @@ INT_ARGUMENTS: dict[str, tuple[str, Callable[[object], object]]] = {
 }
 
 
-@pytest.mark.parametrize("value", [-1, 2**64, 2**200, -(2**200)], ids=["-1", "2**64", "2**200", "-2**200"])
+@pytest.mark.parametrize(
+    "value", [-1, 2**64, 2**200, -(2**200)], ids=["-1", "2**64", "2**200", "-2**200"]
+)
 @pytest.mark.parametrize("argument", list(INT_ARGUMENTS))
-def test_ints_of_any_size_out_of_range_are_value_errors_naming_the_argument(argument: str, value: int) -> None:
+def test_ints_of_any_size_out_of_range_are_value_errors_naming_the_argument(
+    argument: str, value: int
+) -> None:
     name, call = INT_ARGUMENTS[argument]
     with pytest.raises(ValueError, match=name) as caught:
         call(value)
@@ -76,3 +80,58 @@ def test_the_largest_values_in_range_are_accepted() -> None:
     assert _core.Rules(code_span=2**24).code_span == 2**24
     assert _core.TokenDetector().feed([2**32 - 1]) is None
     assert STREAMS.units_seen(0) >= 0
+
+
+# --- threads: the module runs without the GIL on a free-threaded Python (`gil_used = false`);
+# these stress the parts that state shares across threads (the pools of `scan_many`, one
+# detector's lock) and hold under the GIL as they must without it.
+
+
+def test_threads_calling_scan_many_with_their_own_thread_counts_get_the_serial_results() -> None:
+    texts = [f"row {i}: " + f"step {i} failed. " * (i % 7 * 10) for i in range(60)]
+    expected = [[f.to_dict() for f in found] for found in _core.scan_many(texts)]
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for call in range(20):
+                threads = 1 + (seed + call) % 3
+                got = [
+                    [f.to_dict() for f in found]
+                    for found in _core.scan_many(texts, threads=threads)
+                ]
+                assert got == expected
+        except BaseException as error:  # noqa: BLE001 - reported by the main thread
+            errors.append(error)
+
+    workers = [threading.Thread(target=work, args=(seed,)) for seed in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+
+
+def test_readers_of_one_detector_see_a_growing_prefix_of_its_findings() -> None:
+    deltas = [f"clean text {i}, " + "loadTools. " * 30 + "\n" for i in range(200)]
+    detector = _core.Detector()
+    done = threading.Event()
+    seen: list[list[dict[str, object]]] = []
+
+    def read() -> None:
+        while not done.is_set():
+            seen.append([f.to_dict() for f in detector.findings])
+            assert detector.units_seen >= 0
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for reader in readers:
+        reader.start()
+    for delta in deltas:
+        detector.feed(delta)
+    done.set()
+    for reader in readers:
+        reader.join()
+    final = [f.to_dict() for f in detector.findings]
+    assert final == [f.to_dict() for f in _core.scan("".join(deltas))]
+    assert len(final) >= 100
+    assert seen and all(snapshot == final[: len(snapshot)] for snapshot in seen)
