@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from support import benign  # noqa: E402
-from support.oracle import PACKED_CONTEXT, block_kind, periodic_kind, required_lines, required_span  # noqa: E402
+from support.oracle import PACKED_CONTEXT, line_kind, periodic_kind, required_lines, required_span  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus"
 if not CORPUS.is_dir():  # a worktree beside the repository
@@ -146,7 +146,7 @@ def regions(source: str, text: str, findings: list[loopbreak.Finding]) -> Iterat
         span = f.end - f.start
         if f.rule == "identical_lines":
             kind = "lines"
-            load = f.repeats / required_lines(DEFAULTS, block_kind(f.block), len(f.block))
+            load = f.repeats / required_lines(DEFAULTS, line_kind(f.block), len(f.block))
         else:
             run_kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
             if run_kind is None:

@@ -212,7 +212,12 @@ impl Lines {
     fn folded_line<T: Unit>(&mut self, start: u64, x: u64, window: &Window<T>) -> Line {
         let mut folded = std::mem::take(&mut self.current);
         folded.extend(window, start + folded.len, x);
-        Line { start, content_len: folded.content_len, hash: Some(folded.content_hash), kind: Some(folded.kind.kind()) }
+        Line {
+            start,
+            content_len: folded.content_len,
+            hash: Some(folded.content_hash),
+            kind: Some(folded.kind.line_kind()),
+        }
     }
 
     #[inline(always)]
@@ -253,7 +258,7 @@ impl Lines {
             let (older, newer) = window.slices(line_start, line_start + content_len);
             counts.add_all(older);
             counts.add_all(newer);
-            counts.kind()
+            counts.line_kind()
         });
         if streak.count == self.rules.required_lines(kind, content_len) {
             return Some(LineEvent::Reached {

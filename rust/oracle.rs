@@ -107,7 +107,7 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             }
             k += 1;
         }
-        let need = rules.required_lines(BlockKind::of(content), content.len() as u64) as usize;
+        let need = rules.required_lines(BlockKind::of_line(content), content.len() as u64) as usize;
         if ends.len() >= need {
             let detected_at = ends[need - 1] as u64;
             // Offline, a last line the text ends in (no newline) is one more copy if it equals

@@ -117,8 +117,12 @@ pub const DEFAULT_RULES: Rules = Rules {
         // times over (p=234, 3,049 units); a minified array repeats a 44-unit row 49 times (2,199
         // units). At 4,096 each stays under 0.75; no loop of the development set is a table.
         table_span: 4096,
-        // From the incident report; benign lines of words never come close.
-        min_lines: 25,
+        // Benign lines of words (not statements, see `KindCounts::line_kind`) repeat at most 8
+        // times in a row (`/.notdef ` eight times on a line, in vim's PostScript encodings);
+        // clean model output up to ~7, prose ~5. 14 leaves 1.75x and finds a model that repeats
+        // a line 14 times and stops by itself; the development set's line loops repeat 15 to
+        // 212 times.
+        min_lines: 14,
         // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
         // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
         // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
@@ -306,6 +310,13 @@ impl BlockKind {
         counts.kind()
     }
 
+    /// Classifies a line's content (see [`KindCounts::line_kind`]).
+    pub fn of_line(units: &[u32]) -> BlockKind {
+        let mut counts = KindCounts::default();
+        units.iter().for_each(|&u| counts.add(u));
+        counts.line_kind()
+    }
+
     /// Classifies the block of a periodic run, whose units are all at hand: on top of what
     /// [`BlockKind::of`] counts, a block of words or code made of few distinct units (at most
     /// [`TABLE_ALPHABET`], fewer than one per [`VARIETY`] units) is a table row. Prose and code
@@ -375,9 +386,32 @@ pub struct KindCounts {
     capitals: u64,
     digits: u64,
     alphanumerics: u64,
+    /// Whitespace after the first visible unit, units above ASCII, and marks of code
+    /// ([`is_code_mark`]): a line of words with no whitespace inside, all ASCII, with a mark of
+    /// code is an identifier or a statement.
+    inner_whitespace: u64,
+    non_ascii: u64,
+    code_marks: u64,
     first_visible: u32,
     /// Some visible unit differs from the first (meaningless while `visible == 0`).
     mixed_visible: bool,
+}
+
+/// The ASCII chars of code that words do not hold: `_ ( ) [ ] { } < > = ; " ' \``.
+const CODE_MARKS: u128 = {
+    let mut mask = 0u128;
+    let marks = b"_()[]{}<>=;\"'`";
+    let mut i = 0;
+    while i < marks.len() {
+        mask |= 1 << marks[i];
+        i += 1;
+    }
+    mask
+};
+
+/// A mark of code, as a lookup the compiler can vectorise.
+const fn is_code_mark(byte: u8) -> bool {
+    byte < 128 && (CODE_MARKS >> byte) & 1 == 1
 }
 
 /// A hex digit letter or `x`, `X`.
@@ -394,7 +428,7 @@ impl KindCounts {
     #[inline]
     pub fn add(&mut self, unit: u32) {
         match classify(unit) {
-            UnitClass::Whitespace => self.whitespace += 1,
+            UnitClass::Whitespace => self.add_whitespace(1),
             class => self.add_visible(unit, class == UnitClass::Letter),
         }
     }
@@ -407,10 +441,14 @@ impl KindCounts {
         }
         // Every unit is ASCII, so it is its own byte.
         let byte = |unit: T| unit.into() as u8;
-        let Some(first) = units.iter().map(|&unit| byte(unit)).find(|&unit| !is_ascii_space(unit)) else {
-            self.whitespace += units.len() as u64;
+        let Some(leading) = units.iter().position(|&unit| !is_ascii_space(byte(unit))) else {
+            self.add_whitespace(units.len() as u64);
             return;
         };
+        let first = byte(units[leading]);
+        // Whitespace before the slice's first visible unit is inside the line only if a visible
+        // unit came before the slice.
+        let leading = if self.visible == 0 { leading as u64 } else { 0 };
         if self.visible == 0 {
             self.first_visible = u32::from(first);
         }
@@ -418,9 +456,9 @@ impl KindCounts {
         // One branch-free pass in byte lanes, a block at a time so that byte counters cannot
         // overflow: whitespace, letters, visible units unlike the first, hex letters, hex marks
         // and lowercase letters.
-        let mut totals = [0u64; 8];
+        let mut totals = [0u64; 9];
         for block in units.chunks(usize::from(u8::MAX)) {
-            let counts = block.iter().fold([0u8; 8], |[w, l, d, h, m, c, u, n], &unit| {
+            let counts = block.iter().fold([0u8; 9], |[w, l, d, h, m, c, u, n, k], &unit| {
                 let unit = byte(unit);
                 let space = is_ascii_space(unit);
                 let letter = is_ascii_letter(unit);
@@ -433,18 +471,21 @@ impl KindCounts {
                     c + u8::from(unit.wrapping_sub(b'a') < 26),
                     u + u8::from(unit.wrapping_sub(b'A') < 26),
                     n + u8::from(unit.wrapping_sub(b'0') < 10),
+                    k + u8::from(is_code_mark(unit)),
                 ]
             });
             for (total, count) in totals.iter_mut().zip(counts) {
                 *total += u64::from(count);
             }
         }
-        let [whitespace, letters, unlike, hex_letters, hex_marks, lowercase, capitals, digits] = totals;
+        let [whitespace, letters, unlike, hex_letters, hex_marks, lowercase, capitals, digits, code_marks] = totals;
+        self.code_marks += code_marks;
         self.capitals += capitals;
         self.digits += digits;
         self.alphanumerics += letters + digits;
         self.mixed_visible |= unlike > 0;
         self.whitespace += whitespace;
+        self.inner_whitespace += whitespace - leading;
         self.visible += units.len() as u64 - whitespace;
         self.letters += letters;
         self.hex_letters += hex_letters;
@@ -464,8 +505,10 @@ impl KindCounts {
             self.capitals += u64::from(byte.wrapping_sub(b'A') < 26);
             self.digits += u64::from(byte.wrapping_sub(b'0') < 10);
             self.alphanumerics += u64::from(byte.is_ascii_alphanumeric());
-        } else if letter {
-            self.lowercase += u64::from(char::from_u32(unit).is_some_and(char::is_lowercase));
+            self.code_marks += u64::from(is_code_mark(byte));
+        } else {
+            self.non_ascii += 1;
+            self.lowercase += u64::from(letter && char::from_u32(unit).is_some_and(char::is_lowercase));
         }
         if self.visible == 0 {
             self.first_visible = unit;
@@ -477,6 +520,22 @@ impl KindCounts {
     /// Counts `n` whitespace units at once (a line's whitespace, once it proves not trailing).
     pub fn add_whitespace(&mut self, n: u64) {
         self.whitespace += n;
+        if self.visible > 0 {
+            self.inner_whitespace += n;
+        }
+    }
+
+    /// The kind of a line (its content, without trailing whitespace): as [`KindCounts::kind`],
+    /// but a line of words with no whitespace inside, nothing beyond ASCII and a mark of code
+    /// is an identifier or a statement (`    PARSE_UNSIGNED_ITERATION(uint64_t);`) and counts as
+    /// code. A one-word line (`Yes,`) stays a line of words.
+    pub fn line_kind(&self) -> BlockKind {
+        match self.kind() {
+            BlockKind::Text if self.inner_whitespace == 0 && self.non_ascii == 0 && self.code_marks > 0 => {
+                BlockKind::Code
+            }
+            kind => kind,
+        }
     }
 
     /// Letters that read as words: none in a hex block (every letter a hex digit or `x`, with a

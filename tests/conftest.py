@@ -10,11 +10,14 @@ import pytest
 from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.policy import LOCKDOWN_ENV
 
-# Adapters whose library needs a newer Python than loopbreak does (see the `test` extra): their
-# tests are not collected where the library is not installed.
+# Tests of libraries that the `test` extra does not always install: the agent frameworks need a
+# newer Python than loopbreak does, and the engines (torch, llama-cpp-python) come only with
+# `make e2e`. Where the library is missing their modules are not collected.
 ADAPTER_TESTS = {
     "pydantic_ai": ["integrations/test_pydantic_ai.py"],
     "agents": ["integrations/test_openai_agents.py"],
+    "torch": ["e2e/test_engine_transformers.py"],
+    "llama_cpp": ["e2e/test_engine_llama_cpp.py"],
 }
 collect_ignore = [
     path

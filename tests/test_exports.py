@@ -62,7 +62,9 @@ def test_importing_loopbreak_loads_no_product_dependencies() -> None:
         "print(sorted(m for m in ('sqlite3', 'logging', 'hashlib', 'uuid', 'numpy', 'pyarrow') "
         "if m in sys.modules))"
     )
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert loaded.stdout.strip() == "[]"
 
 
@@ -71,5 +73,7 @@ def test_the_version_comes_from_cargo() -> None:
 
     import loopbreak
 
-    with open(importlib.import_module("pathlib").Path(__file__).parents[1] / "Cargo.toml", "rb") as f:
+    with open(
+        importlib.import_module("pathlib").Path(__file__).parents[1] / "Cargo.toml", "rb"
+    ) as f:
         assert loopbreak.__version__ == tomllib.load(f)["package"]["version"]

@@ -390,7 +390,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 let room = (window - 1).saturating_sub(last.len() - trim_trailing_ws(last).len());
                 let shown = &content[content.len() - content.len().min(room)..];
                 assert_eq!(f.block, shown, "block is not the line (or its tail): {}", ctx());
-                let need = rules.required_lines(BlockKind::of(content), content.len() as u64);
+                let need = rules.required_lines(BlockKind::of_line(content), content.len() as u64);
                 assert_eq!((f.repeats, copies), (need, need), "not where the rule first holds: {}", ctx());
                 // The streak starts here: the previous non-blank line (if any) differs.
                 if start > 0 {

@@ -70,7 +70,8 @@ class Rules:
 
     Every block needs at least ``long_min_repeats`` copies. Blocks up to ``max_period`` units are
     reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
-    ``min_lines`` (lines of words) or ``code_min_lines`` (other lines; a short one needs enough
+    ``min_lines`` (lines of words: with whitespace inside, or beyond ASCII) or ``code_min_lines``
+    (other lines, identifiers and statements among them; a short one needs enough
     lines to cover ``code_span`` units with their newlines: ``    None,`` 200 times) identical
     non-empty lines in a row, blank lines between them allowed, are reported as
     ``identical_lines``.
@@ -94,7 +95,7 @@ class Rules:
         single_char_min_span: int = 2048,
         whitespace_min_span: int = 2048,
         table_span: int = 4096,
-        min_lines: int = 25,
+        min_lines: int = 14,
         code_min_lines: int = 100,
     ) -> Self: ...
     @staticmethod

@@ -164,7 +164,7 @@ impl PyRules {
     fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u64> {
         let units = text_arg(line, "line")?.to_units();
         let len = units.iter().rposition(|&u| !crate::rules::is_whitespace(u)).map_or(0, |i| i + 1);
-        Ok(self.inner.required_lines(BlockKind::of(&units[..len]), len as u64))
+        Ok(self.inner.required_lines(BlockKind::of_line(&units[..len]), len as u64))
     }
 
     /// The rules as a dict of field name to value.

@@ -203,6 +203,15 @@ BENIGN_EXCERPTS = {
         + "0];\n",
         '"*",0,0,0,' * 130,
     ),
+    # pyarrow's value_parsing.h: a macro applied 19 times, a statement rather than a line of words.
+    "macro lines": (
+        "  do {\n"
+        + "\n".join(["    PARSE_UNSIGNED_ITERATION(uint64_t);\n" * 5] * 3)
+        + "\n"
+        + "    PARSE_UNSIGNED_ITERATION(uint64_t);\n" * 4
+        + "  } while (false);\n",
+        "    PARSE_UNSIGNED_ITERATION(uint64_t);\n" * 100,
+    ),
     # A source map's mappings (ray's dashboard): base64 VLQ, not words.
     "source map": (
         '{"version":3,"mappings":";;;;AAAA,SAASA,GAAG,OAAO,CAACC,KAAK,CAAC,IAAI,EAAE,kBACA,kBACA,iBACA,gBACA,'
@@ -228,3 +237,16 @@ def test_a_run_of_one_letter_outside_a_payload_is_a_loop() -> None:
     # The base64 exemption needs the payload: the same 3,800 `A`s after prose are a loop.
     assert loopbreak.scan("She screamed: " + "A" * 3800)
     assert loopbreak.scan("data:image/png;base64, " + "A" * 3800)
+
+
+@pytest.mark.parametrize("line", ["Yes,\n", "Okay.\n\n", "谢谢你\n"])
+def test_a_word_line_repeated_fourteen_times_is_a_loop(line: str) -> None:
+    # A small model that repeats a line 14 times and then stops by itself; benign lines of words
+    # repeat at most 8 times in a row (support/benign.py), clean model output about 7.
+    assert loopbreak.scan("Let me see.\n" + line * 13) == []
+    [finding] = loopbreak.scan("Let me see.\n" + line * 14)
+    assert (finding.rule, finding.repeats, finding.start) == (
+        "identical_lines",
+        14,
+        len("Let me see.\n"),
+    )

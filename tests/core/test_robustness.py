@@ -264,17 +264,18 @@ def test_a_10_mb_single_line() -> None:
 
 def test_one_million_identical_lines() -> None:
     text = "the same line\n" * 1_000_000
-    # A short line repeated is also a periodic run of the line plus its newline: that rule
-    # holds first (20 copies, 280 units at the defaults), before the lines of `identical_lines`.
+    # A short line repeated is also a periodic run of the line plus its newline; at the defaults
+    # the lines of `identical_lines` hold first (14 lines, 196 units; the run needs 280).
     [finding] = scan(text)
-    span = Rules().required_span("the same line\n")
-    assert span < 14 * Rules().required_lines("the same line")
+    lines = Rules().required_lines("the same line")
+    assert 14 * lines < Rules().required_span("the same line\n")
     assert (finding.rule, finding.period, finding.block, finding.detected_at) == (
-        "periodic_run",
-        14,
-        "the same line\n",
-        span,
+        "identical_lines",
+        13,
+        "the same line",
+        14 * lines,
     )
+    assert (finding.repeats, finding.end) == (1_000_000, len(text))
     trimmed = trim(text)
     [removal] = trimmed.removals
     assert trimmed.text.startswith("the same line\n" * 3) and len(trimmed.text) < 200

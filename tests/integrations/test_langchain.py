@@ -316,7 +316,8 @@ def test_the_models_own_callbacks_keep_working_beside_the_watch(as_manager: bool
         {"messages": [{"role": "user", "content": "why?"}]}, stream_mode="messages"
     ):
         pass
-    assert 0 < tokens.count < 200  # it saw the tokens up to the cut
+    # It saw the tokens up to the cut: a small part of the answer's.
+    assert 0 < tokens.count < len(looping_answer().split()) // 10
     # The user's model is left as it was: the watch went on a copy for the call.
     own = model.callbacks
     assert (own.handlers if isinstance(own, CallbackManager) else own) == [tokens]

@@ -104,6 +104,25 @@ def block_kind(block: str) -> BlockKind:
     return "code"
 
 
+CODE_MARKS = frozenset("_()[]{}<>=;\"'`")
+
+
+def line_kind(content: str) -> BlockKind:
+    """``BlockKind::of_line``: a line of words with no whitespace inside, nothing beyond ASCII and
+    a mark of code (an identifier or a statement) counts as code."""
+    kind = block_kind(content)
+    visible_at = next((i for i, ch in enumerate(content) if not is_whitespace(ch)), len(content))
+    inner = any(is_whitespace(ch) for ch in content[visible_at:])
+    if (
+        kind == "text"
+        and not inner
+        and content.isascii()
+        and any(ch in CODE_MARKS for ch in content)
+    ):
+        return "code"
+    return kind
+
+
 def periodic_kind(block: str, before: str) -> BlockKind | None:
     """``BlockKind::of_run``: the kind of a run of ``block`` after ``before`` (up to
     ``PACKED_CONTEXT`` units), or None if the run is part of a packed payload."""
@@ -295,7 +314,7 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             k += 1
         streak = nonblank[i : k + 1]
         content = streak[0][1]
-        need = required_lines(rules, block_kind(content), len(content))
+        need = required_lines(rules, line_kind(content), len(content))
         if len(streak) >= need:
             first = streak[0][0]
             ends = tuple(line[2] for line in streak[need - 1 :])
