@@ -102,8 +102,8 @@ class Rules:
     def for_tokens() -> Rules:
         """The preset for token ids (``TokenDetector``, ``TokenStreams``, the engine
         integrations): loops are shorter in tokens than in code points, and an id says nothing
-        about the script or punctuation it stands for, so words, code and tables share one
-        threshold. Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``): 45 copies of a
+        about the script or punctuation it stands for, so words and code share one threshold
+        (blocks whose ids classify as whitespace-heavy table rows also need 288 tokens). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``): 45 copies of a
         block, or ~1,050 tokens for blocks longer than 23 (at least 4 copies), 288 copies of one
         id; ``max_long_period`` 1536 tokens (13 KiB per stream for ids below 65,536). The benign
         standard library, tokenized (9.4 M tokens), reaches at most 0.75 of a threshold."""
