@@ -117,11 +117,10 @@ pub const DEFAULT_RULES: Rules = Rules {
         // times over (p=234, 3,049 units); a minified array repeats a 44-unit row 49 times (2,199
         // units). At 4,096 each stays under 0.75; no loop of the development set is a table.
         table_span: 4096,
-        // Benign lines of words (not statements, see `KindCounts::line_kind`) repeat at most 8
-        // times in a row (`/.notdef ` eight times on a line, in vim's PostScript encodings);
-        // clean model output up to ~7, prose ~5. 14 leaves 1.75x and finds a model that repeats
-        // a line 14 times and stops by itself; the development set's line loops repeat 15 to
-        // 212 times.
+        // Benign lines of words (not statements nor table rows, see `KindCounts::line_kind`)
+        // repeat at most 6 times in a row (an `#include` in torch's generated headers); clean
+        // model output up to ~7, prose ~5. 14 leaves 2.33x and finds a model that repeats a line
+        // 14 times and stops by itself; the development set's line loops repeat 15 to 212 times.
         min_lines: 14,
         // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
         // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
@@ -294,9 +293,10 @@ pub enum BlockKind {
     /// Anything else: code, digits, punctuation, escapes.
     Code,
     /// A table row or indented data: at least as much whitespace as visible units with more
-    /// than one visible char (one short item per indented line, `,\n    None`), or, for a
-    /// periodic block, fewer than one distinct unit per [`VARIETY`] units (`/.notdef ` eight
-    /// times on a line, a minified array `"*",0,0,0,"*",0,0,0,"i32",...`).
+    /// than one visible char (one short item per indented line, `,\n    None`); fewer than one
+    /// distinct unit per [`VARIETY`] units (`/.notdef ` eight times on a line, a minified array
+    /// `"*",0,0,0,"*",0,0,0,"i32",...`, a banner line of `// STOP STOP STOP ...`); or, for a
+    /// periodic block, several lines with no letters of words (a table of numbers).
     Table,
 }
 
@@ -320,8 +320,12 @@ impl BlockKind {
 
     /// Classifies the block of a periodic run, whose units are all at hand: on top of what
     /// [`BlockKind::of`] counts, a block of words or code made of few distinct units (at most
-    /// [`TABLE_ALPHABET`], fewer than one per [`VARIETY`] units) is a table row. Prose and code
-    /// have a new char every few units and draw on more than a dozen.
+    /// [`TABLE_ALPHABET`], fewer than one per [`VARIETY`] units) is a table row, and so is a
+    /// block of code of [`TABLE_LINES`] lines or more with no letters of words: rows of
+    /// numbers, as in a layout diagram of a tensor's threads (`[ 0   1   2   3  ...... 30  31 ]`
+    /// four times per warp, 584 units a copy, in triton's TritonGPUAttrDefs.td). Prose and code
+    /// have a new char every few units and draw on more than a dozen; a looping paragraph or
+    /// code block has words.
     pub fn of_block<T: Copy + Into<u32>>(units: &[T]) -> BlockKind {
         let mut counts = KindCounts::default();
         units.iter().for_each(|&u| counts.add(u.into()));
@@ -333,6 +337,10 @@ impl BlockKind {
             if distinct.len() <= TABLE_ALPHABET && distinct.len() * VARIETY < units.len() {
                 return BlockKind::Table;
             }
+        }
+        let lines = units.iter().filter(|&&u| u.into() == u32::from('\n')).count();
+        if kind == BlockKind::Code && counts.word_letters() == 0 && lines >= TABLE_LINES {
+            return BlockKind::Table;
         }
         kind
     }
@@ -360,6 +368,11 @@ impl BlockKind {
 /// A sentence of 137 units (d12 of the development set) has 22.
 pub const VARIETY: usize = 6;
 pub const TABLE_ALPHABET: usize = 11;
+
+/// Line breaks in a periodic block of code without letters of words that make it a table of
+/// numbers (see [`BlockKind::of_block`]): a row of numbers repeated on its own is a short block
+/// of code (` -1.000000` 164 times, d09 of the development set, is a loop).
+pub const TABLE_LINES: usize = 2;
 
 /// Units of packed data (see [`BlockKind::of_run`]) before a run that make it part of a payload:
 /// prose and code break every few dozen units with a space or a bracket.
@@ -393,6 +406,9 @@ pub struct KindCounts {
     inner_whitespace: u64,
     non_ascii: u64,
     code_marks: u64,
+    /// The visible ASCII units seen, one bit each, or [`MANY_UNITS`]: a line of few distinct
+    /// units is a table row.
+    ascii_seen: u128,
     first_visible: u32,
     /// Some visible unit differs from the first (meaningless while `visible == 0`).
     mixed_visible: bool,
@@ -409,6 +425,12 @@ const CODE_MARKS: u128 = {
     }
     mask
 };
+
+/// The set of more units than a table row holds (see [`KindCounts::see`]).
+const MANY_UNITS: u128 = u128::MAX;
+
+/// The ASCII whitespace units, one bit each (see [`is_ascii_space`]).
+const ASCII_SPACES: u128 = 1 << b' ' | 0x1f << 0x09;
 
 /// A mark of code, as a lookup the compiler can vectorise.
 const fn is_code_mark(byte: u8) -> bool {
@@ -480,6 +502,14 @@ impl KindCounts {
             }
         }
         let [whitespace, letters, unlike, hex_letters, hex_marks, lowercase, capitals, digits, code_marks] = totals;
+        // The set of units, in a pass of its own (a store per unit costs less than setting a bit
+        // of a u128, a shift across two words), while it can still make a table row.
+        if self.ascii_seen != MANY_UNITS {
+            let mut seen = [false; 128];
+            units.iter().for_each(|&unit| seen[usize::from(byte(unit) & 0x7f)] = true);
+            let seen = seen.iter().enumerate().fold(0u128, |mask, (unit, &seen)| mask | u128::from(seen) << unit);
+            self.see(seen & !ASCII_SPACES);
+        }
         self.code_marks += code_marks;
         self.capitals += capitals;
         self.digits += digits;
@@ -507,6 +537,9 @@ impl KindCounts {
             self.digits += u64::from(byte.wrapping_sub(b'0') < 10);
             self.alphanumerics += u64::from(byte.is_ascii_alphanumeric());
             self.code_marks += u64::from(is_code_mark(byte));
+            if self.ascii_seen != MANY_UNITS {
+                self.see(1 << byte);
+            }
         } else {
             self.non_ascii += 1;
             self.lowercase += u64::from(letter && char::from_u32(unit).is_some_and(char::is_lowercase));
@@ -516,6 +549,15 @@ impl KindCounts {
         }
         self.visible += 1;
         self.mixed_visible |= self.first_visible != unit;
+    }
+
+    /// Adds visible ASCII units to the set; past [`TABLE_ALPHABET`] of them the set is
+    /// [`MANY_UNITS`], as which units no longer matters.
+    fn see(&mut self, units: u128) {
+        self.ascii_seen |= units;
+        if self.ascii_seen.count_ones() > TABLE_ALPHABET as u32 {
+            self.ascii_seen = MANY_UNITS;
+        }
     }
 
     /// Counts `n` whitespace units at once (a line's whitespace, once it proves not trailing).
@@ -529,9 +571,18 @@ impl KindCounts {
     /// The kind of a line (its content, without trailing whitespace): as [`KindCounts::kind`],
     /// but a line of words with no whitespace inside, nothing beyond ASCII and a mark of code
     /// is an identifier or a statement (`    PARSE_UNSIGNED_ITERATION(uint64_t);`) and counts as
-    /// code. A one-word line (`Yes,`) stays a line of words.
+    /// code. A one-word line (`Yes,`) stays a line of words. A line of ASCII with few distinct
+    /// units (at most [`TABLE_ALPHABET`] visible ones and its whitespace as one, fewer than one per
+    /// [`VARIETY`] units) is a table row or a banner, as a periodic block of them is:
+    /// `// STOP STOP STOP ...` 18 times in torch's cpp_custom_type_hack.h, `/.notdef /.notdef ...`
+    /// 8 times in vim's PostScript encodings.
     pub fn line_kind(&self) -> BlockKind {
+        let distinct = u64::from(self.ascii_seen.count_ones()) + u64::from(self.inner_whitespace > 0);
+        let few_distinct = self.non_ascii == 0
+            && distinct <= TABLE_ALPHABET as u64
+            && distinct * (VARIETY as u64) < self.visible + self.whitespace;
         match self.kind() {
+            BlockKind::Text | BlockKind::Code if few_distinct => BlockKind::Table,
             BlockKind::Text if self.inner_whitespace == 0 && self.non_ascii == 0 && self.code_marks > 0 => {
                 BlockKind::Code
             }
@@ -702,12 +753,15 @@ impl Rules {
     /// Identical lines needed for a line of `len` units (without newline and trailing
     /// whitespace) of this kind. A line of words needs `min_lines`; any other needs
     /// `code_min_lines`, and a short one enough lines to cover `code_span` units with their
-    /// newlines, like a short block of code (`    None,` 200 times).
+    /// newlines, like a short block of code (`    None,` 200 times), or `table_span` units for a
+    /// table row.
     pub fn required_lines(&self, kind: BlockKind, len: u64) -> u64 {
-        match kind {
-            BlockKind::Text => u64::from(self.min_lines),
-            _ => u64::from(self.code_min_lines).max(u64::from(self.code_span).div_ceil(len + 1)),
-        }
+        let span = match kind {
+            BlockKind::Text => return u64::from(self.min_lines),
+            BlockKind::Table => self.table_span,
+            _ => self.code_span,
+        };
+        u64::from(self.code_min_lines).max(u64::from(span).div_ceil(len + 1))
     }
 }
 
@@ -744,6 +798,27 @@ mod tests {
         assert_eq!(BlockKind::of(&units("\n        text/plain")), BlockKind::Code);
         assert_eq!(BlockKind::of(&units("it ")), BlockKind::Text);
         assert_eq!(BlockKind::of(&units("|---")), BlockKind::Code);
+    }
+
+    #[test]
+    fn tables_of_few_units_and_of_numbers() {
+        // A banner line of one word, an encoding vector: few distinct units, counted as a line
+        // streams (in slices) or at once.
+        let banner = units(&format!("// {}STOP", "STOP ".repeat(14)));
+        assert_eq!(BlockKind::of_line(&banner), BlockKind::Table);
+        let mut sliced = KindCounts::default();
+        banner.chunks(7).for_each(|slice| sliced.add_all(slice));
+        assert_eq!(sliced.line_kind(), BlockKind::Table);
+        assert_eq!(BlockKind::of_line(&units(&"/.notdef ".repeat(8))), BlockKind::Table);
+        // Lines of words, short lines of one word, statements and non-ASCII lines are not.
+        assert_eq!(BlockKind::of_line(&units("      cssAddon: true,")), BlockKind::Text);
+        assert_eq!(BlockKind::of_line(&units("Yes,")), BlockKind::Text);
+        assert_eq!(BlockKind::of_line(&units(&"人民 ".repeat(20))), BlockKind::Text);
+        // Rows of numbers over several lines are a table; one row alone is code (d09's loop).
+        let rows = "[ 0   1   2   3  ...... 30  31 ]\n[ 32  33  34  35 ...... 62  63 ]\n";
+        assert_eq!(BlockKind::of_block(&units(rows)), BlockKind::Table);
+        assert_eq!(BlockKind::of_block(&units(" -1.000000")), BlockKind::Code);
+        assert_eq!(BlockKind::of_block(&units("n[0]=1;\nm[1]=2;\n")), BlockKind::Code);
     }
 
     #[test]

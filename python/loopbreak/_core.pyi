@@ -51,8 +51,9 @@ class Rules:
     - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (2048);
     - a table row: at least as much whitespace as visible chars (indented data, one short item
       per line), or at most 11 distinct chars, fewer than one per 6 units (``/.notdef `` eight
-      times on a line, a minified array): repeats >= clamp(ceil(``table_span`` / period),
-      ``long_min_repeats``, ``code_min_repeats``), span >= ``whitespace_min_span``;
+      times on a line, a minified array), or two lines or more of code with no letters of words
+      (rows of numbers): repeats >= clamp(ceil(``table_span`` / period), ``long_min_repeats``,
+      ``code_min_repeats``), span >= ``whitespace_min_span``;
     - mostly letters (3 of 4 visible chars), i.e. words in any script: repeats >=
       clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >= ``min_span``;
     - anything else (code, digits, punctuation): the same with ``code_span`` and
@@ -74,7 +75,9 @@ class Rules:
     (other lines, identifiers and statements among them; a short one needs enough
     lines to cover ``code_span`` units with their newlines: ``    None,`` 200 times) identical
     non-empty lines in a row, blank lines between them allowed, are reported as
-    ``identical_lines``.
+    ``identical_lines``. A line of ASCII with at most 11 distinct visible chars (its whitespace
+    counting as one more), fewer than one per 6 units, is a table row or a banner
+    (``// STOP STOP STOP ...``): ``code_min_lines``, and enough lines to cover ``table_span``.
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.

@@ -166,6 +166,10 @@ BASE64_HEAD = (
     '<image width="48" height="48" xlink:href="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAADAAAAAw'
     "CAYAAABXAvmHAAAABmJLR0QA/wD/AP+gvaeTAAAACXBIWXMAAA7EAAAOxAGVKw4bAAAA"
 )
+WARP_ROWS = (
+    "[ 0   1   2   3  ...... 30  31 ]      [ 64  65  66  67 ...... 94   95  ]\n" * 4
+    + "[ 32  33  34  35 ...... 62  63 ]      [ 96  97  98  99 ...... 126  127 ]\n" * 4
+)
 BENIGN_EXCERPTS = {
     # mypyc/lib-rt/base64/tables/table_dec_32bit.h: hex digits are not letters.
     "hex table": ("const uint32_t d0[256] = {\n" + HEX_ROW * 21 + "};\n", HEX_ROW * 60),
@@ -211,6 +215,19 @@ BENIGN_EXCERPTS = {
         + "    PARSE_UNSIGNED_ITERATION(uint64_t);\n" * 4
         + "  } while (false);\n",
         "    PARSE_UNSIGNED_ITERATION(uint64_t);\n" * 100,
+    ),
+    # torch's ATen/cpp_custom_type_hack.h: a banner of one word, twice in the file.
+    "banner lines": (
+        "#if !defined(TORCH_STABLE_ONLY)\n"
+        + ("// " + "STOP " * 14 + "STOP\n") * 18
+        + "\n// YOU ARE IN THE WRONG PLACE! TURN BACK NOW!\n",
+        ("// " + "STOP " * 14 + "STOP\n") * 110,
+    ),
+    # triton's TritonGPUAttrDefs.td (and its AttrDefs.h.inc, with `/// ` before each row): how a
+    # tensor's rows are laid out over a warp's threads, a block of eight rows of numbers four times.
+    "layout diagram": (
+        "The data will be distributed between threads as follows:\n\n" + WARP_ROWS * 4 + "\n",
+        WARP_ROWS * 9,
     ),
     # A source map's mappings (ray's dashboard): base64 VLQ, not words.
     "source map": (

@@ -49,9 +49,11 @@ BlockKind = Literal["whitespace", "single_char", "text", "code", "table"]
 HEX_LETTERS = frozenset("abcdefABCDEFxX")
 HEX_MARKS = frozenset("0123456789xX")
 # A table row has fewer than one distinct unit per VARIETY units and at most TABLE_ALPHABET of
-# them; PACKED_CONTEXT units of packed data before a run of packed data make it a payload.
+# them, or is a block of TABLE_LINES lines or more of code with no letters of words (numbers);
+# PACKED_CONTEXT units of packed data before a run of packed data make it a payload.
 VARIETY = 6
 TABLE_ALPHABET = 11
+TABLE_LINES = 2
 PACKED_CONTEXT = 64
 PACKED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/,;")
 
@@ -89,6 +91,18 @@ def block_kind(block: str) -> BlockKind:
         return "single_char"
     if whitespace >= len(visible):
         return "table"
+    if 4 * word_letters(block) >= 3 * len(visible) and 2 * whitespace <= len(visible):
+        return "text"
+    return "code"
+
+
+def word_letters(block: str) -> int:
+    """The letters of ``block`` that read as words: none in a hex block (every letter in
+    ``HEX_LETTERS``, with a unit of ``HEX_MARKS``), in a block of one or two capitals with no
+    whitespace, or in a block of ASCII letters and digits alone that mixes case or letters with
+    digits (an identifier, base64)."""
+    visible = [ch for ch in block if not is_whitespace(ch)]
+    whitespace = len(block) - len(visible)
     letters = [ch for ch in visible if is_letter(ch)]
     hex_block = all(ch in HEX_LETTERS for ch in letters) and any(ch in HEX_MARKS for ch in visible)
     capitals = len(visible) <= 2 and whitespace == 0 and not any(is_lowercase(ch) for ch in visible)
@@ -98,21 +112,28 @@ def block_kind(block: str) -> BlockKind:
         any(ch.isupper() for ch in ascii_letters) and any(ch.islower() for ch in ascii_letters)
     ) or (bool(ascii_digits) and bool(letters))
     encoded = whitespace == 0 and len(ascii_letters) + len(ascii_digits) == len(visible) and mixed
-    word_letters = 0 if hex_block or capitals or encoded else len(letters)
-    if 4 * word_letters >= 3 * len(visible) and 2 * whitespace <= len(visible):
-        return "text"
-    return "code"
+    return 0 if hex_block or capitals or encoded else len(letters)
 
 
 CODE_MARKS = frozenset("_()[]{}<>=;\"'`")
 
 
 def line_kind(content: str) -> BlockKind:
-    """``BlockKind::of_line``: a line of words with no whitespace inside, nothing beyond ASCII and
-    a mark of code (an identifier or a statement) counts as code."""
+    """``BlockKind::of_line``: a line of ASCII with few distinct units (at most ``TABLE_ALPHABET``
+    visible ones and its whitespace as one, fewer than one per ``VARIETY`` units) is a table row;
+    a line of words with no whitespace inside, nothing beyond ASCII and a mark of code (an
+    identifier or a statement) counts as code."""
     kind = block_kind(content)
     visible_at = next((i for i, ch in enumerate(content) if not is_whitespace(ch)), len(content))
     inner = any(is_whitespace(ch) for ch in content[visible_at:])
+    distinct = len({ch for ch in content if not is_whitespace(ch)}) + inner
+    if (
+        kind in ("text", "code")
+        and all(ch.isascii() for ch in content if not is_whitespace(ch))
+        and distinct <= TABLE_ALPHABET
+        and distinct * VARIETY < len(content)
+    ):
+        return "table"
     if (
         kind == "text"
         and not inner
@@ -138,6 +159,8 @@ def periodic_kind(block: str, before: str) -> BlockKind | None:
         and distinct <= TABLE_ALPHABET
         and distinct * VARIETY < len(block)
     ):
+        return "table"
+    if kind == "code" and word_letters(block) == 0 and block.count("\n") >= TABLE_LINES:
         return "table"
     if kind == "text" and before[-1:] in ("[", "("):
         return "code"
@@ -178,7 +201,8 @@ def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
     lines to cover ``code_span`` units with their newlines."""
     if kind == "text":
         return rules.min_lines
-    return max(rules.code_min_lines, ceil_div(rules.code_span, length + 1))
+    span = rules.table_span if kind == "table" else rules.code_span
+    return max(rules.code_min_lines, ceil_div(span, length + 1))
 
 
 def is_primitive(block: str) -> bool:
