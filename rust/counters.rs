@@ -3,8 +3,8 @@
 //! they are equal once every maximal run of ASCII digits is masked, and from the first to the
 //! second every number is unchanged or one up, at least one of them one up (a line equal to the
 //! one before is no counter step: that is `identical_lines`), and no number that goes up is the
-//! tail of an identifier (right after a letter or `_`: `value_7`, `x1`, `0x1f` are generated code
-//! and data). Blank lines do not break a streak; trailing whitespace is ignored. A template
+//! tail of an identifier or an index (right after a letter, `_` or `[`: `value_7`, `x1`, `0x1f`,
+//! `out[7]` are generated code and data). Blank lines do not break a streak; trailing whitespace is ignored. A template
 //! without a letter never makes a finding (rows of numbers: a CSV column counting up).
 //!
 //! Numbers are compared as integers of any length, on their digit strings: leading zeros do not
@@ -252,7 +252,7 @@ pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
 
 /// Whether `after` follows `before` in a counter streak: equal outside their digit runs, with as
 /// many runs, each number unchanged or one up, at least one one up, and none that goes up right
-/// after a letter or `_`.
+/// after a letter, `_` or `[`.
 pub(crate) fn counts_on(before: &[u32], after: &[u32]) -> bool {
     counts_on_by(before.len(), |i| before[i], after.len(), |i| after[i])
 }
@@ -274,9 +274,11 @@ fn counts_on_by(
             let x = Digits::at(&before, i, before_len);
             let y = Digits::at(&after, j, after_len);
             if x.followed_by(&y) {
-                // A number that counts is no identifier's tail (`value_7`, `x1`, `0x1f`):
-                // numbered names are generated code and data, not a template a model is stuck on.
-                if i > 0 && (before(i - 1) == u32::from(b'_') || classify(before(i - 1)) == UnitClass::Letter) {
+                // A number that counts is no identifier's tail (`value_7`, `x1`, `0x1f`) nor an
+                // index (`out[7]`): numbered names and subscripts are generated code and data
+                // (CUDA's generated headers count `"=r"(__out_var[N]),` to 127), not a template
+                // a model is stuck on.
+                if i > 0 && names_or_indexes(before(i - 1)) {
                     return false;
                 }
                 advanced = true;
@@ -291,6 +293,11 @@ fn counts_on_by(
         }
     }
     advanced && i == before_len && j == after_len
+}
+
+/// Whether a number right after `unit` is part of a name or an index: a letter, `_` or `[`.
+fn names_or_indexes(unit: u32) -> bool {
+    unit == u32::from(b'_') || unit == u32::from(b'[') || classify(unit) == UnitClass::Letter
 }
 
 /// A maximal run of digits, read through `unit`: its significant digits (leading zeros do not
@@ -385,6 +392,7 @@ mod tests {
         assert!(!follows("let value_7 = f(7);", "let value_8 = f(8);"));
         assert!(!follows("x1 = a", "x2 = a"));
         assert!(!follows("0x1f, a", "0x2f, a"));
+        assert!(!follows("  \"=r\"(__out_var[1]),", "  \"=r\"(__out_var[2]),"));
         assert!(follows("let value_7 = f(7);", "let value_7 = f(8);"));
     }
 

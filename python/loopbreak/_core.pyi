@@ -86,8 +86,8 @@ class Rules:
     ceil(``counter_span`` / (L + 1))) of them, L the template's length (each digit run counted as
     one unit): 40 lines for a template of 39 units or more, 107 for ``- N. Cleaning:``. Numbers
     are compared as integers of any length (``099`` to ``100`` is one up). A template without a
-    letter (rows of numbers), a number that goes up right after a letter or ``_`` (``value_7``,
-    ``x1``), and lines longer than ``max_long_period`` units never count. ``for_tokens`` turns
+    letter (rows of numbers), a number that goes up right after a letter, ``_`` or ``[``
+    (``value_7``, ``x1``, ``out[7]``: names and indexes of generated code), and lines longer than ``max_long_period`` units never count. ``for_tokens`` turns
     the rule off in effect (``counter_min_lines`` 2**24): token ids 48-57 are no digits.
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``

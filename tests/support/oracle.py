@@ -392,14 +392,15 @@ def template(line: str) -> tuple[str, list[int], list[str]]:
 
 def counts_on(prev: str, line: str) -> bool:
     """Whether ``line`` follows ``prev`` in a counter streak: the same template, every number
-    unchanged or one up, at least one up, and none that goes up right after a letter or ``_``."""
+    unchanged or one up, at least one up, and none that goes up right after a letter, ``_`` or
+    ``[`` (an identifier's tail or an index)."""
     (t1, n1, before), (t2, n2, _) = template(prev), template(line)
     if t1 != t2:
         return False
     steps = [b - a for a, b in zip(n1, n2)]
     if any(step not in (0, 1) for step in steps) or 1 not in steps:
         return False
-    return all(not (b == "_" or is_letter(b)) for b, step in zip(before, steps) if step == 1 and b)
+    return all(not (b in "_[" or is_letter(b)) for b, step in zip(before, steps) if step == 1 and b)
 
 
 def required_counter_lines(rules: loopbreak.Rules, line: str) -> int | None:
