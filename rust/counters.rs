@@ -20,7 +20,7 @@
 //! few word operations on the piece's digit bits.
 
 use crate::lanes::{Unit, LANES};
-use crate::rules::{classify, Rules, UnitClass};
+use crate::rules::{classify, is_whitespace, Rules, UnitClass};
 use crate::window::{Window, PIECE};
 
 /// What the end of a non-blank line did to the streak of counter lines.
@@ -232,12 +232,15 @@ impl PieceDigits {
 /// The lines a counter streak of `line`'s template needs: none can reach it (`u64::MAX`) unless
 /// the template holds a letter, so rows of numbers (a CSV column counting up, code tables, `7,`
 /// lines in generated parsers) are never counters. The template's length counts each digit run
-/// as one unit.
+/// as one unit and leaves out the indentation, which is layout: an indented line of code
+/// (`        base + 2 * step,` 61 times in torch's vec512_int.h) needs as many lines as its
+/// content alone.
 pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
     let mut template_len = 0;
     let mut letter = false;
     let mut after_digit = false;
-    for &unit in line {
+    let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();
+    for &unit in &line[indent..] {
         let digit = is_digit(unit);
         template_len += u64::from(!(digit && after_digit));
         letter |= !digit && classify(unit) == UnitClass::Letter;
@@ -404,5 +407,7 @@ mod tests {
         // `- N. Cleaning:` is 14 units (a digit run counts as one): 1600 / 15 lines.
         assert_eq!(required_lines(&r, &units("- 155. Cleaning:")), 107);
         assert_eq!(required_lines(&r, &units(&format!("1. {}", "word ".repeat(20)))), 40);
+        // Indentation does not count: `base + N * step,` is 16 units.
+        assert_eq!(required_lines(&r, &units("        base + 2 * step,")), 95);
     }
 }

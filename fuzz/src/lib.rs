@@ -428,9 +428,10 @@ fn counts_on(before: &[u32], after: &[u32]) -> bool {
     advanced
 }
 
-/// Counter lines a template needs (`None`: never, no letter in it).
+/// Counter lines a template needs (`None`: never, no letter in it); indentation does not count.
 fn counter_lines_needed(rules: &Rules, line: &[u32]) -> Option<u64> {
-    let (template, _) = masked(line);
+    let indent = line.iter().take_while(|&&u| is_ws(u)).count();
+    let (template, _) = masked(&line[indent..]);
     let letter = template.iter().flatten().any(|&u| char::from_u32(u).is_some_and(char::is_alphabetic));
     letter.then(|| rules.required_counter_lines(template.len() as u64))
 }

@@ -83,8 +83,8 @@ class Rules:
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
     ``2. test.py``, ...; blank lines between them allowed, trailing whitespace ignored), are
     reported as ``counter_lines`` once there are max(``counter_min_lines``,
-    ceil(``counter_span`` / (L + 1))) of them, L the template's length (each digit run counted as
-    one unit): 40 lines for a template of 39 units or more, 107 for ``- N. Cleaning:``. Numbers
+    ceil(``counter_span`` / (L + 1))) of them, L the template's length (without indentation, each
+    digit run counted as one unit): 40 lines for a template of 39 units or more, 107 for ``- N. Cleaning:``. Numbers
     are compared as integers of any length (``099`` to ``100`` is one up). A template without a
     letter (rows of numbers), a number that goes up right after a letter, ``_`` or ``[``
     (``value_7``, ``x1``, ``out[7]``: names and indexes of generated code), and lines longer than ``max_long_period`` units never count. ``for_tokens`` turns

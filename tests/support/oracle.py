@@ -405,8 +405,10 @@ def counts_on(prev: str, line: str) -> bool:
 
 def required_counter_lines(rules: loopbreak.Rules, line: str) -> int | None:
     """Counter lines a streak of ``line``'s template needs, or None if its template holds no
-    letter; the template's length counts each digit run as one unit."""
-    masked, _, _ = template(line)
+    letter; the template's length counts each digit run as one unit and leaves out the
+    indentation."""
+    indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
+    masked, _, _ = template(line[indent:])
     if not any(is_letter(ch) for ch in line if ch not in DIGITS):
         return None
     return max(rules.counter_min_lines, ceil_div(rules.counter_span, len(masked) + 1))
