@@ -67,17 +67,12 @@ impl Held {
         }
     }
 
-    #[inline(always)]
-    fn at<T: Unit>(&self, window: &Window<T>, i: usize) -> u32 {
-        if self.copied {
-            self.copy[i]
-        } else {
-            window.at(self.start + i as u64)
-        }
-    }
-
     fn units<T: Unit>(&self, window: &Window<T>) -> Vec<u32> {
-        (0..self.len as usize).map(|i| self.at(window, i)).collect()
+        if self.copied {
+            self.copy.clone()
+        } else {
+            window.units(self.start, self.start + self.len)
+        }
     }
 }
 
@@ -141,8 +136,25 @@ impl Counters {
             return None;
         };
         let before = if streak.count == 1 { &self.first } else { &self.latest };
-        let line = |i: usize| window.at(start + i as u64);
-        if !counts_on_by(before.len as usize, |i| before.at(window, i), content_len as usize, line) {
+        if !before.copied {
+            // Most lines differ from the one before at a unit that is no digit in either, found
+            // a vector at a time: they cannot count on (a number that counts on differs first
+            // at a digit, or right after its zeros: `0` to `01`).
+            let common = content_len.min(before.len);
+            let differ = window.first_break(start - before.start, start, start + common) - start;
+            if differ < common && !is_digit(window.at(start + differ)) && !is_digit(window.at(before.start + differ)) {
+                self.new_streak(start, content_len);
+                return Some(CounterEvent::Broken);
+            }
+        }
+        let line = read(window.slices(start, start + content_len));
+        let (len, before_len) = (content_len as usize, before.len as usize);
+        let counts = if before.copied {
+            counts_on_by(before_len, |i| before.copy[i], len, line)
+        } else {
+            counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line)
+        };
+        if !counts {
             self.new_streak(start, content_len);
             return Some(CounterEvent::Broken);
         }
@@ -167,6 +179,19 @@ impl Counters {
         self.first.set(start, content_len);
         self.streak = Some(Streak { count: 1, required: None });
     }
+}
+
+/// Whether `units` hold an ASCII digit, 16 at a time.
+#[inline(never)]
+fn has_digit<T: Unit>(units: &[T]) -> bool {
+    let (chunks, rest) = units.as_chunks::<LANES>();
+    chunks.iter().any(|chunk| T::digits(chunk) != 0) || rest.iter().any(|&unit| is_digit(unit.into()))
+}
+
+/// Unit `i` of a line held in the window as one or two slices of its ring.
+#[inline(always)]
+fn read<'a, T: Unit>((older, newer): (&'a [T], &'a [T])) -> impl Fn(usize) -> u32 + 'a {
+    move |i| if i < older.len() { older[i].into() } else { newer[i - older.len()].into() }
 }
 
 fn is_digit(unit: u32) -> bool {
@@ -205,7 +230,7 @@ impl PieceDigits {
     fn any<T: Unit>(&self, from: u64, to: u64, window: &Window<T>) -> bool {
         let before = from < self.first && {
             let (older, newer) = window.slices(from, self.first.min(to));
-            older.iter().chain(newer).any(|&unit| is_digit(unit.into()))
+            has_digit(older) || has_digit(newer)
         };
         before
             || (to > self.first
