@@ -184,8 +184,10 @@ impl Counters {
 /// Whether `units` hold an ASCII digit, 16 at a time.
 #[inline(never)]
 fn has_digit<T: Unit>(units: &[T]) -> bool {
-    let (chunks, rest) = units.as_chunks::<LANES>();
-    chunks.iter().any(|chunk| T::digits(chunk) != 0) || rest.iter().any(|&unit| is_digit(unit.into()))
+    let chunks = units.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    chunks.map(|chunk| chunk.try_into().expect("LANES")).any(|chunk: &[T; LANES]| T::digits(chunk) != 0)
+        || rest.iter().any(|&unit| is_digit(unit.into()))
 }
 
 /// Unit `i` of a line held in the window as one or two slices of its ring.
