@@ -283,8 +283,8 @@ pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
 /// Whether `after` follows `before` in a counter streak: equal outside their digit runs, with as
 /// many runs, each number unchanged or one up, at least one one up, and none that goes up right
 /// after a letter, `_` or `[`.
-pub(crate) fn counts_on(before: &[u32], after: &[u32]) -> bool {
-    counts_on_by(before.len(), |i| before[i], after.len(), |i| after[i])
+pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S]) -> bool {
+    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into())
 }
 
 /// [`counts_on`] over lines read a unit at a time (from the window or a copy), up to the first

@@ -115,8 +115,7 @@ fn lines_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
 /// the text ends in counts if it continues the streak; no part of a line does (what a cut-short
 /// counter line would have been is not known).
 fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Extent {
-    let content =
-        |line: &TextLine| -> Vec<u32> { units[line.start..line.content_end].iter().map(|&u| u.into()).collect() };
+    let content = |line: &TextLine| &units[line.start..line.content_end];
     let mut lines = lines_from(units, finding.start as usize);
     let first = lines.next().expect("a finding's first line exists");
     let mut before = content(&first);
@@ -127,7 +126,7 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
         }
         let text = content(&line);
         let fits = line.end - usize::from(line.terminated) - line.start <= rules.max_long_period as usize;
-        if !fits || !counts_on(&before, &text) {
+        if !fits || !counts_on(before, text) {
             break;
         }
         extent.copies += 1;
