@@ -53,7 +53,7 @@ pub struct RuleValues {
     pub counter_span: u32,
 }
 
-/// Thresholds of the three rules, checked to work together. Made only by [`Rules::new`] (and
+/// Thresholds of the four rules, checked to work together. Made only by [`Rules::new`] (and
 /// [`DEFAULT_RULES`]), so a detector never holds values it cannot work with (a window of 2^40
 /// units, a span whose products overflow); read its values as fields (`rules.min_lines`).
 ///
