@@ -181,8 +181,9 @@ impl<T: Unit> Core<T> {
     }
 
     /// Works through the piece's newlines from `x` on while their lines change nothing but the
-    /// streaks of identical and of counter lines, which nothing else reads: up to the first whose event matters
-    /// to the rest (a streak reaching its rule, or any line while a line finding is claimed).
+    /// streaks of identical and of counter lines, which nothing else reads: up to the first
+    /// whose event matters to the rest (a streak reaching its rule, or any line while a line
+    /// finding is claimed).
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does. Most newlines thus cost a list entry and a length compare.
     #[inline(always)]
