@@ -48,13 +48,16 @@ struct Streak {
 struct Held {
     start: u64,
     len: u64,
+    /// Units of the content that are no digit: two lines equal once their digit runs are
+    /// masked have as many, so lines that differ in it are told apart without being read.
+    non_digits: u64,
     copied: bool,
     copy: Vec<u32>,
 }
 
 impl Held {
-    fn set(&mut self, start: u64, len: u64) {
-        (self.start, self.len, self.copied) = (start, len, false);
+    fn set(&mut self, start: u64, len: u64, non_digits: u64) {
+        (self.start, self.len, self.non_digits, self.copied) = (start, len, non_digits, false);
     }
 
     /// Copies the line out of the window if it starts before `leaving`.
@@ -123,19 +126,30 @@ impl Counters {
         window: &Window<T>,
     ) -> Option<CounterEvent> {
         let fits = x - start <= u64::from(self.rules.max_long_period);
-        if fits && digits.any(start, start + content_len, window) {
-            return self.on_digit_line(start, content_len, window);
+        let digit_units = if fits { digits.count(start, start + content_len, window) } else { 0 };
+        if digit_units > 0 {
+            return self.on_digit_line(start, content_len, content_len - digit_units, window);
         }
         self.streak.take().map(|_| CounterEvent::Broken)
     }
 
     #[inline(never)]
-    fn on_digit_line<T: Unit>(&mut self, start: u64, content_len: u64, window: &Window<T>) -> Option<CounterEvent> {
+    fn on_digit_line<T: Unit>(
+        &mut self,
+        start: u64,
+        content_len: u64,
+        non_digits: u64,
+        window: &Window<T>,
+    ) -> Option<CounterEvent> {
         let Some(streak) = &mut self.streak else {
-            self.new_streak(start, content_len);
+            self.new_streak(start, content_len, non_digits);
             return None;
         };
         let before = if streak.count == 1 { &self.first } else { &self.latest };
+        if before.non_digits != non_digits {
+            self.new_streak(start, content_len, non_digits);
+            return Some(CounterEvent::Broken);
+        }
         if !before.copied {
             // Most lines differ from the one before at a unit that is no digit in either, found
             // a vector at a time: they cannot count on (a number that counts on differs first
@@ -143,7 +157,7 @@ impl Counters {
             let common = content_len.min(before.len);
             let differ = window.first_break(start - before.start, start, start + common) - start;
             if differ < common && !is_digit(window.at(start + differ)) && !is_digit(window.at(before.start + differ)) {
-                self.new_streak(start, content_len);
+                self.new_streak(start, content_len, non_digits);
                 return Some(CounterEvent::Broken);
             }
         }
@@ -155,11 +169,11 @@ impl Counters {
             counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line)
         };
         if !counts {
-            self.new_streak(start, content_len);
+            self.new_streak(start, content_len, non_digits);
             return Some(CounterEvent::Broken);
         }
         streak.count += 1;
-        self.latest.set(start, content_len);
+        self.latest.set(start, content_len, non_digits);
         if streak.count < u64::from(self.rules.counter_min_lines) {
             return Some(CounterEvent::Continued);
         }
@@ -175,19 +189,22 @@ impl Counters {
     }
 
     /// The line from `start` starts a streak of its own.
-    fn new_streak(&mut self, start: u64, content_len: u64) {
-        self.first.set(start, content_len);
+    fn new_streak(&mut self, start: u64, content_len: u64, non_digits: u64) {
+        self.first.set(start, content_len, non_digits);
         self.streak = Some(Streak { count: 1, required: None });
     }
 }
 
-/// Whether `units` hold an ASCII digit, 16 at a time.
+/// How many of `units` are ASCII digits, 16 at a time.
 #[inline(never)]
-fn has_digit<T: Unit>(units: &[T]) -> bool {
+fn count_digits<T: Unit>(units: &[T]) -> u64 {
     let chunks = units.chunks_exact(LANES);
     let rest = chunks.remainder();
-    chunks.map(|chunk| chunk.try_into().expect("LANES")).any(|chunk: &[T; LANES]| T::digits(chunk) != 0)
-        || rest.iter().any(|&unit| is_digit(unit.into()))
+    let whole: u32 = chunks
+        .map(|chunk| chunk.try_into().expect("LANES"))
+        .map(|chunk: &[T; LANES]| T::digits(chunk).count_ones())
+        .sum();
+    u64::from(whole) + rest.iter().filter(|&&unit| is_digit(unit.into())).count() as u64
 }
 
 /// Unit `i` of a line held in the window as one or two slices of its ring.
@@ -226,33 +243,37 @@ impl PieceDigits {
         PieceDigits { first, words }
     }
 
-    /// Whether units `from..to` hold a digit: those of the piece from its bits, those before it
-    /// from the window.
+    /// How many of units `from..to` are digits: those of the piece from its bits, those before
+    /// it from the window.
     #[inline(always)]
-    fn any<T: Unit>(&self, from: u64, to: u64, window: &Window<T>) -> bool {
-        let before = from < self.first && {
+    fn count<T: Unit>(&self, from: u64, to: u64, window: &Window<T>) -> u64 {
+        let before = if from < self.first {
             let (older, newer) = window.slices(from, self.first.min(to));
-            has_digit(older) || has_digit(newer)
+            count_digits(older) + count_digits(newer)
+        } else {
+            0
         };
-        before
-            || (to > self.first
-                && self.any_in_piece((from.max(self.first) - self.first) as usize, (to - self.first) as usize))
+        let in_piece = if to > self.first {
+            self.count_in_piece((from.max(self.first) - self.first) as usize, (to - self.first) as usize)
+        } else {
+            0
+        };
+        before + in_piece
     }
 
     #[inline(always)]
-    fn any_in_piece(&self, from: usize, to: usize) -> bool {
+    fn count_in_piece(&self, from: usize, to: usize) -> u64 {
         if from >= to {
-            return false;
+            return 0;
         }
         let (first_word, last_word) = (from / 64, (to - 1) / 64);
         let low = u64::MAX << (from % 64);
         let high = u64::MAX >> (63 - (to - 1) % 64);
         if first_word == last_word {
-            return self.words[first_word] & low & high != 0;
+            return u64::from((self.words[first_word] & low & high).count_ones());
         }
-        self.words[first_word] & low != 0
-            || self.words[first_word + 1..last_word].iter().any(|&word| word != 0)
-            || self.words[last_word] & high != 0
+        let middle: u32 = self.words[first_word + 1..last_word].iter().map(|word| word.count_ones()).sum();
+        u64::from((self.words[first_word] & low).count_ones() + middle + (self.words[last_word] & high).count_ones())
     }
 }
 
