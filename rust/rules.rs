@@ -341,8 +341,9 @@ impl BlockKind {
                 return BlockKind::Table;
             }
         }
-        let lines = units.iter().filter(|&&u| u.into() == u32::from('\n')).count();
-        if kind == BlockKind::Code && counts.word_letters() == 0 && lines >= TABLE_LINES {
+        // Counted only for a block of code without letters of words: most blocks are not.
+        let lines = || units.iter().filter(|&&u| u.into() == u32::from('\n')).count();
+        if kind == BlockKind::Code && counts.word_letters() == 0 && lines() >= TABLE_LINES {
             return BlockKind::Table;
         }
         kind
