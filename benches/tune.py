@@ -114,12 +114,14 @@ PROBES: dict[str, loopbreak.Rules] = {
         min_lines=3,
         code_min_lines=3,
         code_span=3,
+        # Lines of table rows need table_span; blocks of table rows also need
+        # whitespace_min_span, which keeps them from firing here.
+        table_span=3,
         min_repeats=HIGH,
         text_span=HIGH,
         code_min_repeats=HIGH,
         single_char_min_span=HIGH,
         whitespace_min_span=HIGH,
-        table_span=HIGH,
     ),
     "counter lines": loopbreak.Rules(
         counter_min_lines=2,

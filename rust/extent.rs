@@ -27,9 +27,15 @@ pub(crate) fn complete<S: Unit>(units: &[S], rules: &Rules, findings: &mut [Find
     }
 }
 
-/// [`complete`] for the findings of a whole `str` (decoded only when there are some).
+/// [`complete`] for the findings of a whole `str` (decoded only when there are some, and not
+/// at all if it is ASCII: its bytes are its code points).
 pub(crate) fn complete_str(text: &str, rules: &Rules, findings: &mut [Finding]) {
-    if !findings.is_empty() {
+    if findings.is_empty() {
+        return;
+    }
+    if text.is_ascii() {
+        complete(text.as_bytes(), rules, findings);
+    } else {
         let units: Vec<u32> = text.chars().map(u32::from).collect();
         complete(&units, rules, findings);
     }
@@ -46,6 +52,12 @@ pub(crate) fn extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> 
 fn periodic_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
     let p = finding.period as usize;
     let mut end = finding.detected_at as usize;
+    // A slice of units at a time while the copies agree (a comparison of slices runs as a
+    // memcmp), then unit by unit to where they stop.
+    const STRIDE: usize = 256;
+    while end + STRIDE <= units.len() && units[end..end + STRIDE] == units[end - p..end - p + STRIDE] {
+        end += STRIDE;
+    }
     while end < units.len() && units[end] == units[end - p] {
         end += 1;
     }

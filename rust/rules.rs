@@ -106,7 +106,10 @@ pub const DEFAULT_RULES: Rules = Rules {
         // ray's speedscope), and a real loop of the development set 164 (` -1.000000`, d09): 120
         // leaves 1.22x either way. Short code blocks need this many; longer ones `code_span`.
         code_min_repeats: 120,
-        code_span: 2000,
+        // Longer benign code blocks reach 9.8 copies of 105 units (MIME headers in test_email.py,
+        // 1,030 units: load 0.65 at 1,500, a 1.53x margin); a model that repeats a 52-unit block
+        // (a language's name and an empty code fence) 32 times, 1,664 units, is found.
+        code_span: 1500,
         // Three copies of a 214-unit block occur in test_sys_settrace.py; a fourth never does.
         long_min_repeats: 4,
         // `ny` x32 (gemini-cli#5813) is 64 units.
@@ -359,8 +362,9 @@ impl BlockKind {
                 return BlockKind::Table;
             }
         }
-        let lines = units.iter().filter(|&&u| u.into() == u32::from('\n')).count();
-        if kind == BlockKind::Code && counts.word_letters() == 0 && lines >= TABLE_LINES {
+        // Counted only for a block of code without letters of words: most blocks are not.
+        let lines = || units.iter().filter(|&&u| u.into() == u32::from('\n')).count();
+        if kind == BlockKind::Code && counts.word_letters() == 0 && lines() >= TABLE_LINES {
             return BlockKind::Table;
         }
         kind
@@ -435,27 +439,26 @@ pub struct KindCounts {
     mixed_visible: bool,
 }
 
-/// The ASCII chars of code that words do not hold: `_ ( ) [ ] { } < > = ; " ' \``.
-const CODE_MARKS: u128 = {
-    let mut mask = 0u128;
-    let marks = b"_()[]{}<>=;\"'`";
-    let mut i = 0;
-    while i < marks.len() {
-        mask |= 1 << marks[i];
-        i += 1;
-    }
-    mask
-};
-
 /// The set of more units than a table row holds (see [`KindCounts::see`]).
 const MANY_UNITS: u128 = u128::MAX;
 
 /// The ASCII whitespace units, one bit each (see [`is_ascii_space`]).
 const ASCII_SPACES: u128 = 1 << b' ' | 0x1f << 0x09;
 
-/// A mark of code, as a lookup the compiler can vectorise.
+/// A mark of code, one of the ASCII chars words do not hold: `_ ( ) [ ] { } < > = ; " ' \``. As
+/// compares (a bit looked up in a 128-bit mask, a shift across two words, cost the counting pass
+/// of [`KindCounts::add_all`] a third more instructions).
 const fn is_code_mark(byte: u8) -> bool {
-    byte < 128 && (CODE_MARKS >> byte) & 1 == 1
+    let folded = byte | 0x20;
+    // `;` to `>` and `(` `)` are ranges; `[` `]` fold onto `{` `}`, which no other char does.
+    (byte.wrapping_sub(b';') < 4)
+        | (byte.wrapping_sub(b'(') < 2)
+        | (folded == b'{')
+        | (folded == b'}')
+        | (byte == b'_')
+        | (byte == b'"')
+        | (byte == b'\'')
+        | (byte == b'`')
 }
 
 /// A hex digit letter or `x`, `X`.
@@ -498,8 +501,8 @@ impl KindCounts {
         }
         let target = self.first_visible as u8;
         // One branch-free pass in byte lanes, a block at a time so that byte counters cannot
-        // overflow: whitespace, letters, visible units unlike the first, hex letters, hex marks
-        // and lowercase letters.
+        // overflow: whitespace, letters, visible units unlike the first, hex letters, hex marks,
+        // lowercase letters, capitals, digits and marks of code.
         let mut totals = [0u64; 9];
         for block in units.chunks(usize::from(u8::MAX)) {
             let counts = block.iter().fold([0u8; 9], |[w, l, d, h, m, c, u, n, k], &unit| {
@@ -592,18 +595,21 @@ impl KindCounts {
     /// The kind of a line (its content, without trailing whitespace): as [`KindCounts::kind`],
     /// but a line of words with no whitespace inside, nothing beyond ASCII and a mark of code
     /// is an identifier or a statement (`    PARSE_UNSIGNED_ITERATION(uint64_t);`) and counts as
-    /// code. A one-word line (`Yes,`) stays a line of words. A line of ASCII with few distinct
-    /// units (at most [`TABLE_ALPHABET`] visible ones and its whitespace as one, fewer than one per
-    /// [`VARIETY`] units) is a table row or a banner, as a periodic block of them is:
-    /// `// STOP STOP STOP ...` 18 times in torch's cpp_custom_type_hack.h, `/.notdef /.notdef ...`
-    /// 8 times in vim's PostScript encodings.
+    /// code. A one-word line (`Yes,`) stays a line of words. A line is a table row as the block
+    /// of the line and its newline would be: with at least as much whitespace, its newline
+    /// counted, as visible units (one short item per indented line: `    None,` 151 times in
+    /// idna's uts46data.py), or, if all ASCII, with few distinct units (at most
+    /// [`TABLE_ALPHABET`] visible ones and its whitespace as one, fewer than one per [`VARIETY`]
+    /// units: `// STOP STOP STOP ...` 18 times in torch's cpp_custom_type_hack.h,
+    /// `/.notdef /.notdef ...` 8 times in vim's PostScript encodings).
     pub fn line_kind(&self) -> BlockKind {
         let distinct = u64::from(self.ascii_seen.count_ones()) + u64::from(self.inner_whitespace > 0);
         let few_distinct = self.non_ascii == 0
             && distinct <= TABLE_ALPHABET as u64
             && distinct * (VARIETY as u64) < self.visible + self.whitespace;
+        let indented_item = self.whitespace + 1 >= self.visible;
         match self.kind() {
-            BlockKind::Text | BlockKind::Code if few_distinct => BlockKind::Table,
+            BlockKind::Text | BlockKind::Code if few_distinct || indented_item => BlockKind::Table,
             BlockKind::Text if self.inner_whitespace == 0 && self.non_ascii == 0 && self.code_marks > 0 => {
                 BlockKind::Code
             }
@@ -781,9 +787,8 @@ impl Rules {
 
     /// Identical lines needed for a line of `len` units (without newline and trailing
     /// whitespace) of this kind. A line of words needs `min_lines`; any other needs
-    /// `code_min_lines`, and a short one enough lines to cover `code_span` units with their
-    /// newlines, like a short block of code (`    None,` 200 times), or `table_span` units for a
-    /// table row.
+    /// `code_min_lines`, and a short one enough lines to cover a span with their
+    /// newlines, `code_span` for code and `table_span` for a table row (`    None,` 410 times).
     pub fn required_lines(&self, kind: BlockKind, len: u64) -> u64 {
         let span = match kind {
             BlockKind::Text => return u64::from(self.min_lines),
@@ -837,6 +842,13 @@ mod tests {
     }
 
     #[test]
+    fn the_marks_of_code_are_these_chars() {
+        for byte in 0..=u8::MAX {
+            assert_eq!(is_code_mark(byte), b"_()[]{}<>=;\"'`".contains(&byte), "{byte}");
+        }
+    }
+
+    #[test]
     fn tables_of_few_units_and_of_numbers() {
         // A banner line of one word, an encoding vector: few distinct units, counted as a line
         // streams (in slices) or at once.
@@ -846,6 +858,9 @@ mod tests {
         banner.chunks(7).for_each(|slice| sliced.add_all(slice));
         assert_eq!(sliced.line_kind(), BlockKind::Table);
         assert_eq!(BlockKind::of_line(&units(&"/.notdef ".repeat(8))), BlockKind::Table);
+        // An indented item: as much whitespace as visible units once its newline is counted.
+        assert_eq!(BlockKind::of_line(&units("    None,")), BlockKind::Table);
+        assert_eq!(BlockKind::of_line(&units("- call read_file(path='src/3.py')")), BlockKind::Code);
         // Lines of words, short lines of one word, statements and non-ASCII lines are not.
         assert_eq!(BlockKind::of_line(&units("      cssAddon: true,")), BlockKind::Text);
         assert_eq!(BlockKind::of_line(&units("Yes,")), BlockKind::Text);
@@ -881,8 +896,8 @@ mod tests {
         assert_eq!(r.required_repeats(10, BlockKind::Text), 20);
         assert_eq!(r.required_repeats(40, BlockKind::Text), 12);
         assert_eq!(r.required_repeats(600, BlockKind::Text), 4);
-        assert_eq!(r.required_repeats(13, BlockKind::Code), 120);
-        assert_eq!(r.required_repeats(40, BlockKind::Code), 50);
+        assert_eq!(r.required_repeats(12, BlockKind::Code), 120);
+        assert_eq!(r.required_repeats(40, BlockKind::Code), 38);
         assert_eq!(r.required_repeats(4000, BlockKind::Code), 4);
         assert_eq!(r.required_span(1, BlockKind::SingleChar), 2048);
         assert_eq!(r.required_span(2, BlockKind::Text), 64);

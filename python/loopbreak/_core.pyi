@@ -73,11 +73,12 @@ class Rules:
     reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
     ``min_lines`` (lines of words: with whitespace inside, or beyond ASCII) or ``code_min_lines``
     (other lines, identifiers and statements among them; a short one needs enough
-    lines to cover ``code_span`` units with their newlines: ``    None,`` 200 times) identical
-    non-empty lines in a row, blank lines between them allowed, are reported as
-    ``identical_lines``. A line of ASCII with at most 11 distinct visible chars (its whitespace
-    counting as one more), fewer than one per 6 units, is a table row or a banner
-    (``// STOP STOP STOP ...``): ``code_min_lines``, and enough lines to cover ``table_span``.
+    lines to cover ``code_span`` units with their newlines) identical non-empty lines in a row,
+    blank lines between them allowed, are reported as ``identical_lines``. A table row needs
+    ``code_min_lines`` and enough lines to cover ``table_span``: a line with as much whitespace
+    as visible chars, its newline counted (``    None,``), or of ASCII with at most 11 distinct
+    visible chars (its whitespace counting as one more), fewer than one per 6 units (a banner,
+    ``// STOP STOP STOP ...``).
 
     Non-empty lines equal once every run of ASCII digits is masked, where from each line to the
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
@@ -102,7 +103,7 @@ class Rules:
         min_repeats: int = 20,
         text_span: int = 480,
         code_min_repeats: int = 120,
-        code_span: int = 2000,
+        code_span: int = 1500,
         long_min_repeats: int = 4,
         min_span: int = 64,
         code_min_span: int = 512,

@@ -267,3 +267,13 @@ def test_a_word_line_repeated_fourteen_times_is_a_loop(line: str) -> None:
         14,
         len("Let me see.\n"),
     )
+
+
+def test_a_code_like_block_repeated_32_times_is_a_loop() -> None:
+    # A model stuck on a language's heading and an empty code fence: 32 copies of 52 units
+    # (1,664), where benign code blocks of that length hold at most 1,030 units (docs/tuning.md).
+    block = "\n## Python\n\n```python\n```\n\n## JavaScript\n\n```js\n```\n"
+    assert len(block) == 52
+    assert loopbreak.scan("Examples:" + block * 28) == []
+    [finding] = loopbreak.scan("Examples:" + block * 32)
+    assert (finding.rule, finding.period, finding.repeats) == ("periodic_run", 52, 32)

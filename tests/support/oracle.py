@@ -124,20 +124,23 @@ CODE_MARKS = frozenset("_()[]{}<>=;\"'`")
 
 
 def line_kind(content: str) -> BlockKind:
-    """``BlockKind::of_line``: a line of ASCII with few distinct units (at most ``TABLE_ALPHABET``
-    visible ones and its whitespace as one, fewer than one per ``VARIETY`` units) is a table row;
-    a line of words with no whitespace inside, nothing beyond ASCII and a mark of code (an
-    identifier or a statement) counts as code."""
+    """``BlockKind::of_line``: a line with at least as much whitespace, its newline counted, as
+    visible units, or of ASCII with few distinct units (at most ``TABLE_ALPHABET`` visible ones and
+    its whitespace as one, fewer than one per ``VARIETY`` units), is a table row; a line of words
+    with no whitespace inside, nothing beyond ASCII and a mark of code (an identifier or a
+    statement) counts as code."""
     kind = block_kind(content)
     visible_at = next((i for i, ch in enumerate(content) if not is_whitespace(ch)), len(content))
     inner = any(is_whitespace(ch) for ch in content[visible_at:])
     distinct = len({ch for ch in content if not is_whitespace(ch)}) + inner
-    if (
-        kind in ("text", "code")
-        and all(ch.isascii() for ch in content if not is_whitespace(ch))
+    few_distinct = (
+        all(ch.isascii() for ch in content if not is_whitespace(ch))
         and distinct <= TABLE_ALPHABET
         and distinct * VARIETY < len(content)
-    ):
+    )
+    whitespace = sum(is_whitespace(ch) for ch in content)
+    indented_item = whitespace + 1 >= len(content) - whitespace
+    if kind in ("text", "code") and (few_distinct or indented_item):
         return "table"
     if (
         kind == "text"
@@ -203,7 +206,7 @@ def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
 
 def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
     """A line of words needs ``min_lines``; any other ``code_min_lines``, and a short one enough
-    lines to cover ``code_span`` units with their newlines."""
+    lines to cover ``code_span`` units (``table_span`` for a table row) with their newlines."""
     if kind == "text":
         return rules.min_lines
     span = rules.table_span if kind == "table" else rules.code_span
