@@ -7,21 +7,28 @@
 //! `out[7]` are generated code and data). Blank lines do not break a streak; trailing whitespace is ignored. A template
 //! without a letter never makes a finding (rows of numbers: a CSV column counting up).
 //!
-//! Numbers are compared as integers of any length, on their digit strings: leading zeros do not
-//! count (`099` to `100` is one up, `7` to `07` unchanged), and a carry is worked out on the
-//! digits (`199` to `200`), so no number is too long to compare.
+//! Numbers are compared on their digit strings, so no number is too long to compare: a number is
+//! unchanged if its digits are, and one up if they are its digits plus one, worked out with the
+//! carry and keeping its width (`099` to `100`, `9` to `10`; `7` to `07` is neither: a model
+//! counting keeps the form of its numbers).
 //!
-//! Only lines that hold a digit and fit `max_long_period` units (newline excluded, trailing
-//! whitespace included) can be counter lines: such a line is always whole in the window at its
-//! newline, whatever the chunking. The streak's first and latest lines are read back from the
-//! window, and copied out of it only if they would leave it (blank lines between counter lines,
-//! a long streak's first line), so a stream keeps at most two lines of `max_long_period` units.
-//! Any other non-blank line breaks the streak. Lines without a digit, most of any text, cost a
-//! few word operations on the piece's digit bits.
+//! Only lines that fit `max_long_period` units (newline excluded, trailing whitespace included)
+//! can be counter lines: such a line is always whole in the window at its newline, whatever the
+//! chunking. The line before and the streak's first line are read back from the window, and
+//! copied out of it only if they would leave it (blank lines between, a long streak's first
+//! line), so a stream keeps at most two lines of `max_long_period` units. Any other non-blank
+//! line breaks the streak, and so does a line more than two units longer than the one before
+//! (more than two numbers that carry at once: `(9, 9, 9)` to `(10, 10, 10)` starts again).
+//!
+//! What a line costs: a line that counts on from the one before is no shorter (a number keeps
+//! its width or gains a digit), and the two first differ at a digit in both (the last digit
+//! that goes up, or the first of a number of nines). So a line shorter or much longer than the
+//! one before, or that first differs from it at a unit no digit in either (found 16 units at a
+//! time), most lines of any text, is told apart without a digit being read.
 
 use crate::lanes::{Unit, LANES};
 use crate::rules::{classify, is_whitespace, Rules, UnitClass};
-use crate::window::{Window, PIECE};
+use crate::window::Window;
 
 /// What the end of a non-blank line did to the streak of counter lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +37,9 @@ pub enum CounterEvent {
     Continued,
     /// The line does not continue the streak that was running (it may start a new one).
     Broken,
-    /// The streak just reached the lines its rule needs.
-    Reached { start: u64, repeats: u64 },
+    /// The streak just reached the lines its rule needs (where it starts and its lines:
+    /// [`Counters::first_line`], [`Counters::lines`]).
+    Reached,
 }
 
 /// The run of counter lines the latest lines belong to.
@@ -42,36 +50,51 @@ struct Streak {
     required: Option<u64>,
 }
 
-/// A line of the streak: where it starts and its content's length (trailing whitespace
-/// dropped), read from the window while it holds the line, from `copy` once it had to leave.
-#[derive(Clone, Debug, Default)]
+/// A line: where it starts, its content's length (trailing whitespace dropped) and where it
+/// ends (its newline), read from the window while it holds the line, from `copy` once it had
+/// to leave. Setting one costs three stores, as every non-blank line of a text is set.
+#[derive(Clone, Debug)]
 struct Held {
     start: u64,
     len: u64,
-    /// Units of the content that are no digit: two lines equal once their digit runs are
-    /// masked have as many, so lines that differ in it are told apart without being read.
-    non_digits: u64,
-    copied: bool,
+    end: u64,
+    /// The start of the line `copy` holds (`u64::MAX`: none).
+    copy_of: u64,
     copy: Vec<u32>,
 }
 
 impl Held {
-    fn set(&mut self, start: u64, len: u64, non_digits: u64) {
-        (self.start, self.len, self.non_digits, self.copied) = (start, len, non_digits, false);
+    /// No line yet: no line is short enough to count on from it.
+    fn none() -> Held {
+        Held { start: 0, len: NO_LINE, end: 0, copy_of: u64::MAX, copy: Vec::new() }
+    }
+
+    fn set(&mut self, start: u64, len: u64, end: u64) {
+        (self.start, self.len, self.end) = (start, len, end);
+    }
+
+    fn copied(&self) -> bool {
+        self.copy_of == self.start
+    }
+
+    /// Whether the line fits `max_long_period` units (newline excluded, trailing whitespace
+    /// included): a counter line.
+    fn fits(&self, rules: &Rules) -> bool {
+        self.end - self.start <= u64::from(rules.max_long_period)
     }
 
     /// Copies the line out of the window if it starts before `leaving`.
     fn keep<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
-        if !self.copied && self.start < leaving {
+        if !self.copied() && self.start < leaving {
             let (older, newer) = window.slices(self.start, self.start + self.len);
             self.copy.clear();
             self.copy.extend(older.iter().chain(newer).map(|&unit| unit.into()));
-            self.copied = true;
+            self.copy_of = self.start;
         }
     }
 
     fn units<T: Unit>(&self, window: &Window<T>) -> Vec<u32> {
-        if self.copied {
+        if self.copied() {
             self.copy.clone()
         } else {
             window.units(self.start, self.start + self.len)
@@ -82,30 +105,40 @@ impl Held {
 #[derive(Clone, Debug)]
 pub struct Counters {
     rules: Rules,
+    /// The streak, once two lines count on.
     streak: Option<Streak>,
-    /// The streak's first line, and its latest (once it has two).
+    /// The streak's first line.
     first: Held,
-    latest: Held,
+    /// The latest non-blank line.
+    previous: Held,
 }
+
+/// The length of no line: no line is as long or a few units longer.
+const NO_LINE: u64 = u64::MAX / 2;
 
 impl Counters {
     pub fn new(rules: &Rules) -> Counters {
-        Counters { rules: *rules, streak: None, first: Held::default(), latest: Held::default() }
+        Counters { rules: *rules, streak: None, first: Held::none(), previous: Held::none() }
     }
 
     pub fn heap_bytes(&self) -> usize {
-        (self.first.copy.capacity() + self.latest.copy.capacity()) * std::mem::size_of::<u32>()
+        (self.first.copy.capacity() + self.previous.copy.capacity()) * std::mem::size_of::<u32>()
     }
 
-    /// Before units are appended to `window`: copies the streak's lines that would leave it
-    /// (`leaving` is the first position still held after the append).
+    /// Before units are appended to `window`: copies the lines a streak may still compare or
+    /// report that would leave it (`leaving` is the first position still held after the append).
     pub fn before_append<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
-        if let Some(streak) = self.streak {
-            self.first.keep(window, leaving);
-            if streak.count > 1 {
-                self.latest.keep(window, leaving);
-            }
+        if self.previous.len != NO_LINE && self.previous.fits(&self.rules) {
+            self.previous.keep(window, leaving);
         }
+        if self.streak.is_some() {
+            self.first.keep(window, leaving);
+        }
+    }
+
+    /// The lines of the streak so far.
+    pub fn lines(&self) -> u64 {
+        self.streak.map_or(0, |streak| streak.count)
     }
 
     /// Where the streak's first line starts, and its content (trailing whitespace dropped).
@@ -114,66 +147,81 @@ impl Counters {
     }
 
     /// The non-blank line from `start`, whose content (trailing whitespace dropped) is
-    /// `content_len` units, ended at the newline `x` of the piece `digits` marks: what it did
-    /// to the streak, if one was running or it reached its rule.
+    /// `content_len` units, ended at the newline `x`: what it did to the streak, if one was
+    /// running or it reached its rule.
     #[inline(always)]
     pub fn on_line<T: Unit>(
         &mut self,
         start: u64,
         content_len: u64,
         x: u64,
-        digits: &PieceDigits,
         window: &Window<T>,
     ) -> Option<CounterEvent> {
-        let fits = x - start <= u64::from(self.rules.max_long_period);
-        let digit_units = if fits { digits.count(start, start + content_len, window) } else { 0 };
-        if digit_units > 0 {
-            return self.on_digit_line(start, content_len, content_len - digit_units, window);
-        }
-        self.streak.take().map(|_| CounterEvent::Broken)
+        // Lengths first: most lines are told apart by them. Whether both lines fit, which
+        // lines as long as each other nearly always do, is asked after.
+        let from = if content_len.wrapping_sub(self.previous.len) <= MAX_GAIN as u64
+            && x - start <= u64::from(self.rules.max_long_period)
+            && self.previous.fits(&self.rules)
+        {
+            if self.previous.copied() {
+                Some(0)
+            } else {
+                first_difference_at_digits(&self.previous, start, window)
+            }
+        } else {
+            None
+        };
+        let event = match from {
+            Some(from) => self.on_candidate(start, content_len, from, window),
+            None => self.streak_broken(),
+        };
+        self.previous.set(start, content_len, x);
+        event
     }
 
+    /// The line does not count on from the one before: the streak, if one was running, is over.
+    /// (Tested before it is cleared, which most lines, in no streak, then leave alone.)
+    #[inline(always)]
+    fn streak_broken(&mut self) -> Option<CounterEvent> {
+        self.streak.is_some().then(|| {
+            self.streak = None;
+            CounterEvent::Broken
+        })
+    }
+
+    /// The line may count on from the one before (no shorter, not by more than `MAX_GAIN`, equal
+    /// to it before `from`): compares them digit by digit from there.
     #[inline(never)]
-    fn on_digit_line<T: Unit>(
+    fn on_candidate<T: Unit>(
         &mut self,
         start: u64,
         content_len: u64,
-        non_digits: u64,
+        from: usize,
         window: &Window<T>,
     ) -> Option<CounterEvent> {
-        let Some(streak) = &mut self.streak else {
-            self.new_streak(start, content_len, non_digits);
-            return None;
-        };
-        let before = if streak.count == 1 { &self.first } else { &self.latest };
-        if before.non_digits != non_digits {
-            self.new_streak(start, content_len, non_digits);
-            return Some(CounterEvent::Broken);
-        }
-        if !before.copied {
-            // Most lines differ from the one before at a unit that is no digit in either, found
-            // a vector at a time: they cannot count on (a number that counts on differs first
-            // at a digit, or right after its zeros: `0` to `01`).
-            let common = content_len.min(before.len);
-            let differ = window.first_break(start - before.start, start, start + common) - start;
-            if differ < common && !is_digit(window.at(start + differ)) && !is_digit(window.at(before.start + differ)) {
-                self.new_streak(start, content_len, non_digits);
-                return Some(CounterEvent::Broken);
-            }
-        }
+        let before = &self.previous;
         let line = read(window.slices(start, start + content_len));
         let (len, before_len) = (content_len as usize, before.len as usize);
-        let counts = if before.copied {
-            counts_on_by(before_len, |i| before.copy[i], len, line)
+        let counts = if before.copied() {
+            counts_on_by(before_len, |i| before.copy[i], len, line, from)
         } else {
-            counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line)
+            counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line, from)
         };
         if !counts {
-            self.new_streak(start, content_len, non_digits);
-            return Some(CounterEvent::Broken);
+            return self.streak_broken();
         }
-        streak.count += 1;
-        self.latest.set(start, content_len, non_digits);
+        let streak = match &mut self.streak {
+            Some(streak) => {
+                streak.count += 1;
+                streak
+            }
+            None => {
+                // The line before starts the streak (its copy, if it had to leave the window,
+                // goes with it; the line's own is taken up at the end of `on_line`).
+                std::mem::swap(&mut self.first, &mut self.previous);
+                self.streak.insert(Streak { count: 2, required: None })
+            }
+        };
         if streak.count < u64::from(self.rules.counter_min_lines) {
             return Some(CounterEvent::Continued);
         }
@@ -183,28 +231,48 @@ impl Counters {
             required_lines(&self.rules, &units)
         });
         if streak.count == required {
-            return Some(CounterEvent::Reached { start: self.first.start, repeats: streak.count });
+            return Some(CounterEvent::Reached);
         }
         Some(CounterEvent::Continued)
     }
-
-    /// The line from `start` starts a streak of its own.
-    fn new_streak(&mut self, start: u64, content_len: u64, non_digits: u64) {
-        self.first.set(start, content_len, non_digits);
-        self.streak = Some(Streak { count: 1, required: None });
-    }
 }
 
-/// How many of `units` are ASCII digits, 16 at a time.
+/// A line can be at most this many units longer than the one before and count on from it: two
+/// numbers that carry at once (`(9, 9)` to `(10, 10)`). With more, the streak starts again.
+pub(crate) const MAX_GAIN: usize = 2;
+
+/// If the line from `start`, no shorter than `before` (held in the window), first differs from
+/// it at a unit that is a digit in both, in a number that may count (not right after a letter,
+/// `_` or `[`): where that number starts. Their first 16 units are compared here, where most
+/// lines differ (a call to compare them cost more than the rest of the rule's check).
+#[inline(always)]
+fn first_difference_at_digits<T: Unit>(before: &Held, start: u64, window: &Window<T>) -> Option<usize> {
+    let (line, prior) = (window.lanes(start), window.lanes(before.start));
+    let held = u32::MAX >> (32 - before.len.min(LANES as u64));
+    let differ = !T::equal_pairs(line, prior) & held;
+    if differ == 0 {
+        return if before.len > LANES as u64 { first_difference_after_lanes(before, start, window) } else { None };
+    }
+    let at = differ.trailing_zeros() as usize;
+    if !is_digit(line[at].into()) || !is_digit(prior[at].into()) {
+        return None;
+    }
+    let from = at - line[..at].iter().rev().take_while(|&&unit| is_digit(unit.into())).count();
+    (from == 0 || !names_or_indexes(line[from - 1].into())).then_some(from)
+}
+
+/// [`first_difference_at_digits`] for lines whose first 16 units are equal (indentation).
 #[inline(never)]
-fn count_digits<T: Unit>(units: &[T]) -> u64 {
-    let chunks = units.chunks_exact(LANES);
-    let rest = chunks.remainder();
-    let whole: u32 = chunks
-        .map(|chunk| chunk.try_into().expect("LANES"))
-        .map(|chunk: &[T; LANES]| T::digits(chunk).count_ones())
-        .sum();
-    u64::from(whole) + rest.iter().filter(|&&unit| is_digit(unit.into())).count() as u64
+fn first_difference_after_lanes<T: Unit>(before: &Held, start: u64, window: &Window<T>) -> Option<usize> {
+    let differ = window.first_break(start - before.start, start + LANES as u64, start + before.len);
+    if differ == start + before.len
+        || !is_digit(window.at(differ))
+        || !is_digit(window.at(differ - start + before.start))
+    {
+        return None;
+    }
+    let from = differ - (start..differ).rev().take_while(|&pos| is_digit(window.at(pos))).count() as u64;
+    (from == start || !names_or_indexes(window.at(from - 1))).then_some((from - start) as usize)
 }
 
 /// Unit `i` of a line held in the window as one or two slices of its ring.
@@ -215,66 +283,6 @@ fn read<'a, T: Unit>((older, newer): (&'a [T], &'a [T])) -> impl Fn(usize) -> u3
 
 fn is_digit(unit: u32) -> bool {
     unit.wrapping_sub(u32::from(b'0')) < 10
-}
-
-/// The ASCII digits of a piece of units, one bit each: marked once per piece (16 units to a
-/// vector compare), so that a line without a digit costs a few word operations.
-pub struct PieceDigits {
-    /// Where the piece starts in the stream.
-    first: u64,
-    words: [u64; PIECE / 64],
-}
-
-impl PieceDigits {
-    /// Marks the digits of `piece`, appended from `first` on.
-    #[inline(always)]
-    pub fn new<S: Unit>(piece: &[S], first: u64) -> PieceDigits {
-        let mut words = [0; PIECE / 64];
-        for (word, units) in words.iter_mut().zip(piece.chunks(64)) {
-            *word = match <&[S; 64]>::try_from(units) {
-                Ok(units) => (0..64).step_by(LANES).fold(0, |word, i| {
-                    word | u64::from(S::digits(units[i..i + LANES].try_into().expect("LANES"))) << i
-                }),
-                Err(_) => {
-                    units.iter().enumerate().fold(0, |bits, (i, &unit)| bits | u64::from(is_digit(unit.into())) << i)
-                }
-            };
-        }
-        PieceDigits { first, words }
-    }
-
-    /// How many of units `from..to` are digits: those of the piece from its bits, those before
-    /// it from the window.
-    #[inline(always)]
-    fn count<T: Unit>(&self, from: u64, to: u64, window: &Window<T>) -> u64 {
-        let before = if from < self.first {
-            let (older, newer) = window.slices(from, self.first.min(to));
-            count_digits(older) + count_digits(newer)
-        } else {
-            0
-        };
-        let in_piece = if to > self.first {
-            self.count_in_piece((from.max(self.first) - self.first) as usize, (to - self.first) as usize)
-        } else {
-            0
-        };
-        before + in_piece
-    }
-
-    #[inline(always)]
-    fn count_in_piece(&self, from: usize, to: usize) -> u64 {
-        if from >= to {
-            return 0;
-        }
-        let (first_word, last_word) = (from / 64, (to - 1) / 64);
-        let low = u64::MAX << (from % 64);
-        let high = u64::MAX >> (63 - (to - 1) % 64);
-        if first_word == last_word {
-            return u64::from((self.words[first_word] & low & high).count_ones());
-        }
-        let middle: u32 = self.words[first_word + 1..last_word].iter().map(|word| word.count_ones()).sum();
-        u64::from((self.words[first_word] & low).count_ones() + middle + (self.words[last_word] & high).count_ones())
-    }
 }
 
 /// The lines a counter streak of `line`'s template needs: none can reach it (`u64::MAX`) unless
@@ -305,19 +313,24 @@ pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
 /// many runs, each number unchanged or one up, at least one one up, and none that goes up right
 /// after a letter, `_` or `[`.
 pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S]) -> bool {
-    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into())
+    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0)
 }
 
-/// [`counts_on`] over lines read a unit at a time (from the window or a copy), up to the first
-/// unit that tells them apart: most lines differ from the one before within a few units.
+/// [`counts_on`] over lines read a unit at a time (from the window or a copy), from `from` (the
+/// lines are equal before it, and it starts a digit run or holds no digit), up to the first
+/// unit that tells them apart.
 #[inline(always)]
 fn counts_on_by(
     before_len: usize,
     before: impl Fn(usize) -> u32,
     after_len: usize,
     after: impl Fn(usize) -> u32,
+    from: usize,
 ) -> bool {
-    let (mut i, mut j) = (0, 0);
+    if !(before_len..=before_len + MAX_GAIN).contains(&after_len) {
+        return false;
+    }
+    let (mut i, mut j) = (from, from);
     let mut advanced = false;
     while i < before_len && j < after_len {
         let (a, b) = (before(i), after(j));
@@ -351,8 +364,7 @@ fn names_or_indexes(unit: u32) -> bool {
     unit == u32::from(b'_') || unit == u32::from(b'[') || classify(unit) == UnitClass::Letter
 }
 
-/// A maximal run of digits, read through `unit`: its significant digits (leading zeros do not
-/// count, so zero has none) are `from..end`.
+/// A maximal run of digits `from..end`, read through `unit`.
 struct Digits<'a, F: Fn(usize) -> u32> {
     unit: &'a F,
     from: usize,
@@ -360,10 +372,9 @@ struct Digits<'a, F: Fn(usize) -> u32> {
 }
 
 impl<'a, F: Fn(usize) -> u32> Digits<'a, F> {
-    /// The run that starts at `start` (a digit) in a line of `len` units.
-    fn at(unit: &'a F, start: usize, len: usize) -> Self {
-        let end = (start..len).find(|&k| !is_digit(unit(k))).unwrap_or(len);
-        let from = (start..end).find(|&k| unit(k) != u32::from(b'0')).unwrap_or(end);
+    /// The run that starts at `from` (a digit) in a line of `len` units.
+    fn at(unit: &'a F, from: usize, len: usize) -> Self {
+        let end = (from..len).find(|&k| !is_digit(unit(k))).unwrap_or(len);
         Digits { unit, from, end }
     }
 
@@ -379,8 +390,8 @@ impl<'a, F: Fn(usize) -> u32> Digits<'a, F> {
         self.len() == other.len() && (0..self.len()).all(|k| self.digit(k) == other.digit(k))
     }
 
-    /// Whether `other` is this number plus one, worked out on the digits: the last digit below
-    /// 9 goes one up and the nines after it become zeros (all nines: a 1 and as many zeros).
+    /// Whether `other` is these digits plus one: the last digit below 9 goes one up and the nines
+    /// after it become zeros (all nines: a 1 and as many zeros), so the width is kept.
     fn followed_by<G: Fn(usize) -> u32>(&self, other: &Digits<'_, G>) -> bool {
         let (zero, one, nine) = (u32::from(b'0'), u32::from(b'1'), u32::from(b'9'));
         let n = self.len();
@@ -410,12 +421,17 @@ mod tests {
     }
 
     #[test]
-    fn numbers_step_by_one_as_integers() {
+    fn numbers_step_by_one_keeping_their_width() {
         assert!(follows("1. test.py", "2. test.py"));
         assert!(follows("9. a", "10. a"));
         assert!(follows("099 a", "100 a"));
         assert!(follows("0 a", "1 a"));
-        assert!(follows("a 007", "a 8"));
+        assert!(follows("a 007", "a 008"));
+        assert!(follows("a 009", "a 010"));
+        // Leading zeros are part of the number's form: dropped or added, it is another number.
+        assert!(!follows("a 007", "a 8"));
+        assert!(!follows("7 a", "07 a"));
+        assert!(!follows("07 a", "8 a"));
         assert!(follows("x 199 y", "x 200 y"));
         let long = "1".repeat(40);
         assert!(follows(&format!("n {long}9"), &format!("n {}20", &long[1..])));
@@ -424,6 +440,9 @@ mod tests {
         // Several numbers: each unchanged or one up, at least one up.
         assert!(follows("Server 1: port 80", "Server 2: port 80"));
         assert!(follows("(12, 12)", "(13, 13)"));
+        // Two numbers that carry at once; three make the line too much longer.
+        assert!(follows("(9, 9) a", "(10, 10) a"));
+        assert!(!follows("(9, 9, 9) a", "(10, 10, 10) a"));
         assert!(follows("row 3 col 7", "row 3 col 8"));
     }
 

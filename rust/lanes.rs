@@ -26,9 +26,6 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
     fn equal_to(units: &[Self; LANES], target: Self) -> u32;
     /// Bit `i` set where `a[i] == b[i]`.
     fn equal_pairs(a: &[Self; LANES], b: &[Self; LANES]) -> u32;
-    /// Bit `i` set where `units[i]` is an ASCII digit: a unit `u` is one if `u - '0'` is below
-    /// 10 unsigned, which is `u - '0' + MIN` below `MIN + 10` signed (SSE2 compares signed).
-    fn digits(units: &[Self; LANES]) -> u32;
     /// Bit `i` set where `units[k][i] == targets[k]` for each `k` of three: the sampling
     /// prefilter (three masks ANDed: joining the compares by hand ran the same instructions).
     #[inline]
@@ -64,19 +61,6 @@ impl Unit for u8 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         fold_mask(units.iter().map(|&u| u == target))
-    }
-
-    #[inline]
-    fn digits(units: &[u8; LANES]) -> u32 {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `equal_to`.
-        unsafe {
-            use std::arch::x86_64::*;
-            let shifted = _mm_add_epi8(_mm_loadu_si128(units.as_ptr().cast()), _mm_set1_epi8((128 - 48) as u8 as i8));
-            _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8(-128 + 10))) as u32
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        fold_mask(units.iter().map(|&u| u.wrapping_sub(b'0') < 10))
     }
 
     #[inline]
@@ -127,23 +111,6 @@ impl Unit for u16 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         fold_mask(units.iter().map(|&u| u == target))
-    }
-
-    #[inline]
-    fn digits(units: &[u16; LANES]) -> u32 {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as in `equal_to`.
-        unsafe {
-            use std::arch::x86_64::*;
-            let p = units.as_ptr().cast::<__m128i>();
-            let digit = |i| {
-                let shifted = _mm_add_epi16(_mm_loadu_si128(p.add(i)), _mm_set1_epi16((0x8000 - 48) as u16 as i16));
-                _mm_cmplt_epi16(shifted, _mm_set1_epi16(i16::MIN + 10))
-            };
-            _mm_movemask_epi8(_mm_packs_epi16(digit(0), digit(1))) as u32
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        fold_mask(units.iter().map(|&u| u.wrapping_sub(u16::from(b'0')) < 10))
     }
 
     #[inline]
@@ -203,23 +170,6 @@ impl Unit for u32 {
         }
         #[cfg(not(target_arch = "x86_64"))]
         fold_mask(units.iter().map(|&u| u == target))
-    }
-
-    #[inline]
-    fn digits(units: &[u32; LANES]) -> u32 {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as for `u16`.
-        unsafe {
-            use std::arch::x86_64::*;
-            let p = units.as_ptr().cast::<__m128i>();
-            let digit = |i| {
-                let shifted = _mm_add_epi32(_mm_loadu_si128(p.add(i)), _mm_set1_epi32((0x8000_0000u32 - 48) as i32));
-                _mm_cmplt_epi32(shifted, _mm_set1_epi32(i32::MIN + 10))
-            };
-            pack_quarters(digit(0), digit(1), digit(2), digit(3))
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        fold_mask(units.iter().map(|&u| u.wrapping_sub(u32::from(b'0')) < 10))
     }
 
     #[inline]
@@ -352,28 +302,6 @@ mod tests {
         assert_eq!(T::equal_pairs(&a, &b), 0xFFFF & !(1 << 5) & !(1 << 15));
         let high = [T::store(top); LANES];
         assert_eq!(T::equal_to(&high, T::store(top)), 0xFFFF);
-    }
-
-    fn check_digits<T: Unit>(top: u32) {
-        // Every ASCII digit, the units either side of them, and units far above.
-        let units: [T; LANES] = std::array::from_fn(|i| {
-            T::store(match i {
-                0..10 => u32::from(b'0') + i as u32,
-                10 => u32::from(b'/'),
-                11 => u32::from(b':'),
-                12 => top,
-                13 => u32::from(b'0') + 0x80,
-                _ => u32::from(b'a'),
-            })
-        });
-        assert_eq!(T::digits(&units), 0x3FF);
-    }
-
-    #[test]
-    fn digit_masks_mark_ascii_digits_only() {
-        check_digits::<u8>(u32::from(u8::MAX));
-        check_digits::<u16>(u32::from(u16::MAX));
-        check_digits::<u32>(u32::MAX);
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
-use crate::counters::{CounterEvent, Counters, PieceDigits};
+use crate::counters::{CounterEvent, Counters};
 use crate::lanes::Unit;
 use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
 use crate::window::Window;
@@ -79,8 +79,7 @@ pub struct LineEvents {
 impl LineEvents {
     /// Whether a streak reached its rule at this line.
     pub fn reached(&self) -> bool {
-        matches!(self.identical, LineEvent::Reached { .. })
-            || matches!(self.counter, Some(CounterEvent::Reached { .. }))
+        matches!(self.identical, LineEvent::Reached { .. }) || matches!(self.counter, Some(CounterEvent::Reached))
     }
 }
 
@@ -211,17 +210,11 @@ impl Lines {
 
     /// Unit `x` of `window` is a newline: reports what the line it ends did to the streaks.
     /// `before` is the unit before it, where the caller has it at hand (most lines end in a
-    /// visible unit, so the window is not read); `digits` marks the piece's digits. Inlined into the loop over a piece's newlines:
+    /// visible unit, so the window is not read). Inlined into the loop over a piece's newlines:
     /// most lines are held whole and differ in length from the streak's, and those are decided
     /// here without a call.
     #[inline(always)]
-    pub fn on_newline<T: Unit>(
-        &mut self,
-        x: u64,
-        before: Option<u32>,
-        digits: &PieceDigits,
-        window: &Window<T>,
-    ) -> Option<LineEvents> {
+    pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
         let start = std::mem::replace(&mut self.current_start, x + 1);
         let line = if self.current.len > 0 {
             self.folded_line(start, x, window)
@@ -237,7 +230,7 @@ impl Lines {
             // Blank lines do not break a streak.
             return None;
         }
-        let counter = self.counters.on_line(start, line.content_len, x, digits, window);
+        let counter = self.counters.on_line(start, line.content_len, x, window);
         let identical = match self.streak {
             Some(streak) if streak.content_len == line.content_len => self.on_same_length(streak, line, window),
             _ => self.new_streak(line),

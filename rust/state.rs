@@ -27,7 +27,7 @@ mod sampling;
 
 use std::sync::{Arc, OnceLock};
 
-use crate::counters::{CounterEvent, PieceDigits};
+use crate::counters::CounterEvent;
 use crate::finding::{Finding, Rule};
 use crate::lanes::{Marks, Unit, LANES};
 use crate::lines::{LineEvent, LineEvents, Lines};
@@ -156,9 +156,8 @@ impl<T: Unit> Core<T> {
         let end = self.window.end();
         let mut newlines = Marks::<{ PIECE / 64 }>::new();
         newlines.list(piece, b'\n');
-        let digits = PieceDigits::new(piece, first);
         let mut x = first;
-        let (mut newline, mut line) = self.lines_ahead(piece, &newlines, &digits, first, x);
+        let (mut newline, mut line) = self.lines_ahead(piece, &newlines, first, x);
         loop {
             let mut event = newline;
             for i in 0..self.trackers.len() {
@@ -174,7 +173,7 @@ impl<T: Unit> Core<T> {
                 break;
             }
             if newline < x {
-                (newline, line) = self.lines_ahead(piece, &newlines, &digits, first, x);
+                (newline, line) = self.lines_ahead(piece, &newlines, first, x);
             }
         }
         self.claim.extend_to(end);
@@ -191,7 +190,6 @@ impl<T: Unit> Core<T> {
         &mut self,
         piece: &[S],
         newlines: &Marks<N>,
-        digits: &PieceDigits,
         first: u64,
         x: u64,
     ) -> (u64, Option<LineEvents>) {
@@ -199,7 +197,7 @@ impl<T: Unit> Core<T> {
             let at = first + u64::from(i);
             // The unit before the newline, read from the piece where it is in it.
             let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
-            let event = self.lines.on_newline(at, before, digits, &self.window);
+            let event = self.lines.on_newline(at, before, &self.window);
             if event.is_some_and(|event| self.claim.streak().is_some() || event.reached()) {
                 return (at, event);
             }
@@ -252,8 +250,9 @@ impl<T: Unit> Core<T> {
             None => {}
             Some(CounterEvent::Continued) => self.claim.streak_continued_at(x, Rule::CounterLines),
             Some(CounterEvent::Broken) => self.claim.streak_ended(Rule::CounterLines),
-            Some(CounterEvent::Reached { start, repeats }) => {
-                let (_, block) = self.lines.counters().first_line(&self.window);
+            Some(CounterEvent::Reached) => {
+                let counters = self.lines.counters();
+                let ((start, block), repeats) = (counters.first_line(&self.window), counters.lines());
                 let finding = Finding {
                     rule: Rule::CounterLines,
                     period: block.len() as u64,

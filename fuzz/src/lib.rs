@@ -371,15 +371,14 @@ fn is_digit(u: u32) -> bool {
 }
 
 /// A line with its digit runs masked (as one `0` each, other `0`s never occur masked), its
-/// numbers as digit strings without leading zeros, and the unit before each (`None` at the start).
+/// numbers as digit strings, and the unit before each (`None` at the start).
 fn masked(line: &[u32]) -> (Vec<Option<u32>>, Vec<(Vec<u32>, Option<u32>)>) {
     let (mut template, mut numbers) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < line.len() {
         if is_digit(line[i]) {
             let end = i + line[i..].iter().take_while(|&&u| is_digit(u)).count();
-            let digits: Vec<u32> = line[i..end].iter().copied().skip_while(|&u| u == u32::from(b'0')).collect();
-            numbers.push((digits, i.checked_sub(1).map(|b| line[b])));
+            numbers.push((line[i..end].to_vec(), i.checked_sub(1).map(|b| line[b])));
             template.push(None);
             i = end;
         } else {
@@ -390,7 +389,7 @@ fn masked(line: &[u32]) -> (Vec<Option<u32>>, Vec<(Vec<u32>, Option<u32>)>) {
     (template, numbers)
 }
 
-/// A digit string (no leading zeros) plus one.
+/// A digit string plus one, keeping its width unless it is all nines.
 fn plus_one(digits: &[u32]) -> Vec<u32> {
     let mut out = digits.to_vec();
     for d in out.iter_mut().rev() {
@@ -408,6 +407,10 @@ fn plus_one(digits: &[u32]) -> Vec<u32> {
 /// Whether `after` counts on from `before` (the rule as `Rules::required_counter_lines` and
 /// the docs state it), written apart from the core's reading.
 fn counts_on(before: &[u32], after: &[u32]) -> bool {
+    // At most two units longer: two numbers that carry at once.
+    if !(before.len()..=before.len() + 2).contains(&after.len()) {
+        return false;
+    }
     let ((t1, n1), (t2, n2)) = (masked(before), masked(after));
     if t1 != t2 {
         return false;

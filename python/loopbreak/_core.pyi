@@ -86,7 +86,9 @@ class Rules:
     reported as ``counter_lines`` once there are max(``counter_min_lines``,
     ceil(``counter_span`` / (L + 1))) of them, L the template's length (without indentation, each
     digit run counted as one unit): 40 lines for a template of 39 units or more, 107 for ``- N. Cleaning:``. Numbers
-    are compared as integers of any length (``099`` to ``100`` is one up). A template without a
+    are compared on their digits, of any length, and keep their width (``099`` to ``100`` is one
+    up, ``7`` to ``07`` is not); a line is at most two units longer than the one before (two
+    numbers that carry at once). A template without a
     letter (rows of numbers), a number that goes up right after a letter, ``_`` or ``[``
     (``value_7``, ``x1``, ``out[7]``: names and indexes of generated code), and lines longer than ``max_long_period`` units never count. ``for_tokens`` turns
     the rule off in effect (``counter_min_lines`` 2**24): token ids 48-57 are no digits.

@@ -134,8 +134,8 @@ def test_numbered_text_that_is_not_stuck_is_not_a_counter_loop(text: str) -> Non
     assert [f for f in loopbreak.scan(text) if f.rule == "counter_lines"] == []
 
 
-def test_numbers_step_as_integers_of_any_length() -> None:
-    # Leading zeros do not count (099 -> 100), carries are worked out on the digits, and a
+def test_numbers_step_on_their_digits_keeping_their_width() -> None:
+    # A number keeps its width (099 -> 100), carries are worked out on the digits, and a
     # number longer than any machine integer compares as well.
     assert loopbreak.scan(numbered("item {n:03d} of the list", 40, 140))[0].rule == "counter_lines"
     big = 10**40 - 20
@@ -145,6 +145,21 @@ def test_numbers_step_as_integers_of_any_length() -> None:
     assert loopbreak.scan(numbered("row {n} is ready", 1, 200).replace("row 77 ", "row 78 ")) != []
     skipping = "".join(f"row {2 * n} is ready\n" for n in range(200))
     assert loopbreak.scan(skipping) == []
+    # Leading zeros are part of a number: `0001` after `000` is another number, not one up.
+    widening = "".join(f"row {n:0{3 + n % 2}d} is ready\n" for n in range(200))
+    assert loopbreak.scan(widening) == []
+
+
+def test_a_line_gains_at_most_two_units_on_the_line_before() -> None:
+    # Two numbers that carry at once (`(99, 99)` -> `(100, 100)`) continue the streak: 101
+    # lines of a 16-unit template, 95 needed.
+    pairs = "".join(f"({n}, {n}) is a pair\n" for n in range(30, 131))
+    assert [(f.rule, f.repeats) for f in loopbreak.scan(pairs)] == [("counter_lines", 101)]
+    # Three make the line three units longer: the streak starts again there, and neither part
+    # (70 and 31 lines) has the 73 lines a 21-unit template needs; past the carry it does.
+    assert loopbreak.scan("".join(f"({n}, {n}, {n}) is a triple\n" for n in range(30, 131))) == []
+    triples = "".join(f"({n}, {n}, {n}) is a triple\n" for n in range(100, 173))
+    assert [(f.rule, f.repeats) for f in loopbreak.scan(triples)] == [("counter_lines", 73)]
 
 
 def test_short_templates_need_more_lines() -> None:

@@ -373,9 +373,9 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
 DIGITS = "0123456789"
 
 
-def template(line: str) -> tuple[str, list[int], list[str]]:
-    """``line`` with every maximal run of ASCII digits masked (as ``0``), the numbers of the
-    runs, and the unit before each run ("" at the line's start)."""
+def template(line: str) -> tuple[str, list[str], list[str]]:
+    """``line`` with every maximal run of ASCII digits masked (as ``0``), the runs, and the
+    unit before each run ("" at the line's start)."""
     masked, numbers, before = "", [], []
     i = 0
     while i < len(line):
@@ -384,7 +384,7 @@ def template(line: str) -> tuple[str, list[int], list[str]]:
             while j < len(line) and line[j] in DIGITS:
                 j += 1
             masked += "0"
-            numbers.append(int(line[i:j]))
+            numbers.append(line[i:j])
             before.append(line[i - 1] if i > 0 else "")
             i = j
         else:
@@ -393,15 +393,29 @@ def template(line: str) -> tuple[str, list[int], list[str]]:
     return masked, numbers, before
 
 
+# A line at most this many units longer than the one before can count on from it.
+MAX_GAIN = 2
+
+
+def plus_one(digits: str) -> str:
+    """A digit string plus one, keeping its width unless it is all nines (``099`` -> ``100``)."""
+    kept = digits.rstrip("9")
+    zeros = "0" * (len(digits) - len(kept))
+    return kept[:-1] + str(int(kept[-1]) + 1) + zeros if kept else "1" + zeros
+
+
 def counts_on(prev: str, line: str) -> bool:
-    """Whether ``line`` follows ``prev`` in a counter streak: the same template, every number
-    unchanged or one up, at least one up, and none that goes up right after a letter, ``_`` or
-    ``[`` (an identifier's tail or an index)."""
+    """Whether ``line`` follows ``prev`` in a counter streak: at most ``MAX_GAIN`` units longer
+    and no shorter, the same template, every number's digits unchanged or plus one, at least
+    one plus one, and none that goes up right after a letter, ``_`` or ``[`` (an identifier's
+    tail or an index)."""
+    if not 0 <= len(line) - len(prev) <= MAX_GAIN:
+        return False
     (t1, n1, before), (t2, n2, _) = template(prev), template(line)
     if t1 != t2:
         return False
-    steps = [b - a for a, b in zip(n1, n2)]
-    if any(step not in (0, 1) for step in steps) or 1 not in steps:
+    steps = [0 if b == a else 1 if b == plus_one(a) else None for a, b in zip(n1, n2)]
+    if None in steps or 1 not in steps:
         return False
     return all(not (b in "_[" or is_letter(b)) for b, step in zip(before, steps) if step == 1 and b)
 
