@@ -348,6 +348,11 @@ fn is_ws(u: u32) -> bool {
     char::from_u32(u).is_some_and(char::is_whitespace)
 }
 
+/// How many lines of `units` are not blank.
+fn non_blank_lines(units: &[u32]) -> u64 {
+    units.split(|&u| u == NEWLINE).filter(|l| !trim_trailing_ws(l).is_empty()).count() as u64
+}
+
 fn trim_trailing_ws(line: &[u32]) -> &[u32] {
     let end = line.iter().rposition(|&u| !is_ws(u)).map_or(0, |i| i + 1);
     &line[..end]
@@ -725,10 +730,7 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
             Rule::IdenticalLines => {
                 let first = units[f.start as usize..].split(|&u| u == NEWLINE).next().unwrap_or(&[]);
                 let content = trim_trailing_ws(first);
-                let kept = units[f.start as usize..start]
-                    .split(|&u| u == NEWLINE)
-                    .filter(|l| !trim_trailing_ws(l).is_empty())
-                    .count() as u64;
+                let kept = non_blank_lines(&units[f.start as usize..start]);
                 assert!(kept >= keep, "{}", ctx("fewer than `keep` lines kept"));
                 assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
                 let removed: Vec<&[u32]> = units[start..end].split(|&u| u == NEWLINE).collect();
@@ -747,10 +749,7 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                 assert!(r.repeats >= 1, "{}", ctx("repeats"));
             }
             Rule::CounterLines => {
-                let kept = units[f.start as usize..start]
-                    .split(|&u| u == NEWLINE)
-                    .filter(|l| !trim_trailing_ws(l).is_empty())
-                    .count() as u64;
+                let kept = non_blank_lines(&units[f.start as usize..start]);
                 assert!(kept >= keep, "{}", ctx("fewer than `keep` lines kept"));
                 assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
                 let lines = || {
