@@ -28,7 +28,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from support import benign  # noqa: E402
-from support.oracle import PACKED_CONTEXT, line_kind, periodic_kind, required_lines, required_span  # noqa: E402
+from support.oracle import (  # noqa: E402
+    PACKED_CONTEXT,
+    line_kind,
+    periodic_kind,
+    required_counter_lines,
+    required_lines,
+    required_span,
+)
 
 CORPUS = REPO.parent / "shared" / "corpus"
 if not CORPUS.is_dir():  # a worktree beside the repository
@@ -116,6 +123,18 @@ PROBES: dict[str, loopbreak.Rules] = {
         single_char_min_span=HIGH,
         whitespace_min_span=HIGH,
     ),
+    "counter lines": loopbreak.Rules(
+        counter_min_lines=2,
+        counter_span=0,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        code_min_repeats=HIGH,
+        single_char_min_span=HIGH,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
+    ),
 }
 
 
@@ -127,6 +146,7 @@ KINDS = {
     "one-char blocks": "single_char",
     "whitespace blocks": "whitespace",
     "lines": "lines",
+    "counter lines": "counters",
 }
 
 
@@ -149,6 +169,12 @@ def regions(source: str, text: str, findings: list[loopbreak.Finding]) -> Iterat
         if f.rule == "identical_lines":
             kind = "lines"
             load = f.repeats / required_lines(DEFAULTS, line_kind(f.block), len(f.block))
+        elif f.rule == "counter_lines":
+            need = required_counter_lines(DEFAULTS, f.block)
+            if need is None:
+                continue  # a template without a letter: never a finding
+            kind = "counters"
+            load = f.repeats / need
         else:
             run_kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
             if run_kind is None:

@@ -181,7 +181,7 @@ pub(crate) fn scan_stored<S: Unit>(units: &[S], rules: &Rules) -> Vec<Finding> {
     let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
     detector.feed_stored(units, &mut out);
-    extent::complete(units, &mut out);
+    extent::complete(units, rules, &mut out);
     out
 }
 
@@ -190,6 +190,6 @@ pub fn scan_str(text: &str, rules: &Rules) -> Vec<Finding> {
     let mut detector = Detector::new(*rules);
     let mut out = Vec::new();
     detector.feed_str(text, &mut out);
-    extent::complete_str(text, &mut out);
+    extent::complete_str(text, rules, &mut out);
     out
 }

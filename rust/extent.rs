@@ -2,9 +2,10 @@
 //! it stood when its rule first held; an offline scan has the whole text, so it reports where
 //! the repetition stops and every copy it holds (and `trim` cuts by the same extent).
 
+use crate::counters::counts_on;
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
-use crate::rules::is_whitespace;
+use crate::rules::{is_whitespace, Rules};
 
 /// A region as far as it reaches in the whole text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,10 +18,10 @@ pub(crate) struct Extent {
     pub partial: bool,
 }
 
-/// Sets each finding's `end` and `repeats` to its whole extent in `units`.
-pub(crate) fn complete<S: Unit>(units: &[S], findings: &mut [Finding]) {
+/// Sets each finding's `end` and `repeats` to its whole extent in `units` (found with `rules`).
+pub(crate) fn complete<S: Unit>(units: &[S], rules: &Rules, findings: &mut [Finding]) {
     for finding in findings {
-        let extent = extent(units, finding);
+        let extent = extent(units, rules, finding);
         finding.end = extent.end;
         finding.repeats = extent.copies;
     }
@@ -28,22 +29,23 @@ pub(crate) fn complete<S: Unit>(units: &[S], findings: &mut [Finding]) {
 
 /// [`complete`] for the findings of a whole `str` (decoded only when there are some, and not
 /// at all if it is ASCII: its bytes are its code points).
-pub(crate) fn complete_str(text: &str, findings: &mut [Finding]) {
+pub(crate) fn complete_str(text: &str, rules: &Rules, findings: &mut [Finding]) {
     if findings.is_empty() {
         return;
     }
     if text.is_ascii() {
-        complete(text.as_bytes(), findings);
+        complete(text.as_bytes(), rules, findings);
     } else {
         let units: Vec<u32> = text.chars().map(u32::from).collect();
-        complete(&units, findings);
+        complete(&units, rules, findings);
     }
 }
 
-pub(crate) fn extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
+pub(crate) fn extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Extent {
     match finding.rule {
         Rule::PeriodicRun | Rule::LongBlock => periodic_extent(units, finding),
         Rule::IdenticalLines => lines_extent(units, finding),
+        Rule::CounterLines => counter_extent(units, rules, finding),
     }
 }
 
@@ -116,6 +118,32 @@ fn lines_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
             break;
         }
         extent.end = line.end as u64;
+    }
+    extent
+}
+
+/// The streak of counter lines from the finding's first line (blank lines between them
+/// allowed), each line within `max_long_period` units as the detector reads them. A last line
+/// the text ends in counts if it continues the streak; no part of a line does (what a cut-short
+/// counter line would have been is not known).
+fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Extent {
+    let content = |line: &TextLine| &units[line.start..line.content_end];
+    let mut lines = lines_from(units, finding.start as usize);
+    let first = lines.next().expect("a finding's first line exists");
+    let mut before = content(&first);
+    let mut extent = Extent { end: first.end as u64, copies: 1, partial: false };
+    for line in lines {
+        if line.content_end == line.start {
+            continue;
+        }
+        let text = content(&line);
+        let fits = line.end - usize::from(line.terminated) - line.start <= rules.max_long_period as usize;
+        if !fits || !counts_on(before, text) {
+            break;
+        }
+        extent.copies += 1;
+        extent.end = line.end as u64;
+        before = text;
     }
     extent
 }

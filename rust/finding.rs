@@ -11,11 +11,14 @@ pub enum Rule {
     LongBlock,
     /// The same non-empty line, many times in a row (blank lines between them allowed).
     IdenticalLines,
+    /// Lines equal once their digit runs are masked, a number one up from each line to the next
+    /// (`1. test.py`, `2. test.py`, ...; blank lines between them allowed).
+    CounterLines,
 }
 
 impl Rule {
     /// Every rule, in code order: `Rule::ALL[rule.code()] == rule`.
-    pub const ALL: [Rule; 3] = [Rule::PeriodicRun, Rule::LongBlock, Rule::IdenticalLines];
+    pub const ALL: [Rule; 4] = [Rule::PeriodicRun, Rule::LongBlock, Rule::IdenticalLines, Rule::CounterLines];
 
     /// The rule's number in columnar output (Arrow, Parquet): its place in [`Rule::ALL`].
     pub const fn code(self) -> u8 {
@@ -28,6 +31,7 @@ impl Rule {
             Rule::PeriodicRun => "periodic_run",
             Rule::LongBlock => "long_block",
             Rule::IdenticalLines => "identical_lines",
+            Rule::CounterLines => "counter_lines",
         }
     }
 }
@@ -46,10 +50,11 @@ impl fmt::Display for Rule {
 pub struct Finding {
     pub rule: Rule,
     /// Units in one copy of the block. For `identical_lines`: the line's length without its
-    /// newline and trailing whitespace.
+    /// newline and trailing whitespace; for `counter_lines`, the first line's (the lines after
+    /// it differ in their numbers, so in length where a number gains a digit).
     pub period: u64,
     /// One copy of the repeated block (for `identical_lines`, the line without newline and
-    /// trailing whitespace). A line longer than the detector's window is cut to its last
+    /// trailing whitespace; for `counter_lines`, the first line so). A line longer than the detector's window is cut to its last
     /// `window` units.
     pub block: Vec<u32>,
     /// Where the first copy starts (for `identical_lines`, where the first line starts).
@@ -70,7 +75,7 @@ impl Finding {
     /// copy: a loop that breaks for a unit and resumes is a new region.
     pub(crate) fn anchor(&self) -> u64 {
         match self.rule {
-            Rule::IdenticalLines => self.start,
+            Rule::IdenticalLines | Rule::CounterLines => self.start,
             Rule::PeriodicRun | Rule::LongBlock => self.start + self.period,
         }
     }
@@ -86,6 +91,6 @@ mod tests {
             assert_eq!(usize::from(rule.code()), code, "{rule}");
         }
         let names: Vec<&str> = Rule::ALL.iter().map(|rule| rule.name()).collect();
-        assert_eq!(names, ["periodic_run", "long_block", "identical_lines"]);
+        assert_eq!(names, ["periodic_run", "long_block", "identical_lines", "counter_lines"]);
     }
 }

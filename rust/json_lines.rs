@@ -394,7 +394,8 @@ impl<'a> Visitor<'a> for Scanned<'_, '_> {
         let mut findings = Vec::new();
         detector.feed_str(text, &mut findings);
         // A stored text is whole: its findings report their whole extent, as `scan` does.
-        crate::extent::complete_str(text, &mut findings);
+        let rules = *detector.rules();
+        crate::extent::complete_str(text, &rules, &mut findings);
         Ok(ScannedValue::Text(findings))
     }
     fn visit_unit<E>(self) -> Result<ScannedValue, E> {

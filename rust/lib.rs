@@ -7,6 +7,7 @@
 //! code that uses pyo3.
 
 mod batch;
+mod counters;
 mod detector;
 mod extent;
 mod finding;

@@ -20,6 +20,7 @@
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
+use crate::counters::{CounterEvent, Counters};
 use crate::lanes::Unit;
 use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
 use crate::window::Window;
@@ -65,6 +66,21 @@ pub enum LineEvent {
     NewStreak,
     /// The streak just reached the number of lines its rule needs.
     Reached { start: u64, line_start: u64, period: u64, repeats: u64 },
+}
+
+/// What the end of a non-blank line did to the streak of identical lines, and to the streak of
+/// counter lines (`None` when no counter streak was running and none reached its rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineEvents {
+    pub identical: LineEvent,
+    pub counter: Option<CounterEvent>,
+}
+
+impl LineEvents {
+    /// Whether a streak reached its rule at this line.
+    pub fn reached(&self) -> bool {
+        matches!(self.identical, LineEvent::Reached { .. }) || matches!(self.counter, Some(CounterEvent::Reached))
+    }
 }
 
 /// A line folded a slice at a time. `content_*` is its value at the last visible unit, so
@@ -158,11 +174,23 @@ pub struct Lines {
     /// The part of the current line that already left the window (empty for most lines).
     current: Folded,
     streak: Option<Streak>,
+    counters: Counters,
 }
 
 impl Lines {
     pub fn new(rules: &Rules) -> Lines {
-        Lines { rules: *rules, current_start: 0, current: Folded::default(), streak: None }
+        Lines {
+            rules: *rules,
+            current_start: 0,
+            current: Folded::default(),
+            streak: None,
+            counters: Counters::new(rules),
+        }
+    }
+
+    /// The streak of counter lines (for the first line of one that reached its rule).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
     }
 
     /// Before `n` units are appended to `window`: folds what they would push out of it.
@@ -172,6 +200,7 @@ impl Lines {
         if folded_to < leaving {
             self.current.extend(window, folded_to, leaving);
         }
+        self.counters.before_append(window, leaving);
         if let Some(streak) = &mut self.streak {
             if streak.hash.is_none() && streak.last_start < leaving {
                 streak.hash = Some(hash_of(window, streak.last_start, streak.content_len));
@@ -179,13 +208,13 @@ impl Lines {
         }
     }
 
-    /// Unit `x` of `window` is a newline: reports what the line it ends did to the streak.
+    /// Unit `x` of `window` is a newline: reports what the line it ends did to the streaks.
     /// `before` is the unit before it, where the caller has it at hand (most lines end in a
     /// visible unit, so the window is not read). Inlined into the loop over a piece's newlines:
     /// most lines are held whole and differ in length from the streak's, and those are decided
     /// here without a call.
     #[inline(always)]
-    pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvent> {
+    pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
         let start = std::mem::replace(&mut self.current_start, x + 1);
         let line = if self.current.len > 0 {
             self.folded_line(start, x, window)
@@ -201,10 +230,12 @@ impl Lines {
             // Blank lines do not break a streak.
             return None;
         }
-        match self.streak {
+        let counter = self.counters.on_line(start, line.content_len, x, window);
+        let identical = match self.streak {
             Some(streak) if streak.content_len == line.content_len => self.on_same_length(streak, line, window),
             _ => self.new_streak(line),
-        }
+        };
+        Some(LineEvents { identical, counter })
     }
 
     /// The line starting at `start`, part of which left the window, ends at the newline `x`.
@@ -221,16 +252,16 @@ impl Lines {
     }
 
     #[inline(always)]
-    fn new_streak(&mut self, line: Line) -> Option<LineEvent> {
+    fn new_streak(&mut self, line: Line) -> LineEvent {
         let Line { start, content_len, hash, kind } = line;
         self.streak = Some(Streak { start, last_start: start, content_len, hash, kind, count: 1 });
-        Some(LineEvent::NewStreak)
+        LineEvent::NewStreak
     }
 
     /// The line is as long as the streak's: whether it repeats it, and what that does. Inlined:
     /// in a loop of identical lines every line comes here (a call cost 7% there).
     #[inline(always)]
-    fn on_same_length<T: Unit>(&mut self, streak: Streak, line: Line, window: &Window<T>) -> Option<LineEvent> {
+    fn on_same_length<T: Unit>(&mut self, streak: Streak, line: Line, window: &Window<T>) -> LineEvent {
         let Line { start: line_start, content_len, hash, kind } = line;
         let same = match (streak.hash, hash) {
             (None, None) => {
@@ -251,7 +282,7 @@ impl Lines {
         streak.kind = streak.kind.or(kind);
         let fewest = self.rules.min_lines.min(self.rules.code_min_lines);
         if streak.count < u64::from(fewest) {
-            return Some(LineEvent::Continued);
+            return LineEvent::Continued;
         }
         let kind = *streak.kind.get_or_insert_with(|| {
             let mut counts = KindCounts::default();
@@ -261,14 +292,9 @@ impl Lines {
             counts.line_kind()
         });
         if streak.count == self.rules.required_lines(kind, content_len) {
-            return Some(LineEvent::Reached {
-                start: streak.start,
-                line_start,
-                period: content_len,
-                repeats: streak.count,
-            });
+            return LineEvent::Reached { start: streak.start, line_start, period: content_len, repeats: streak.count };
         }
-        Some(LineEvent::Continued)
+        LineEvent::Continued
     }
 }
 

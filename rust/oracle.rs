@@ -1,6 +1,7 @@
 //! A slow, direct reading of the rules, for tests: every period at every unit, every line.
 //! The streaming detector must agree with it exactly.
 
+use crate::counters::{counts_on, required_lines};
 use crate::finding::{Finding, Rule};
 use crate::rules::{BlockKind, Rules, PACKED_CONTEXT};
 
@@ -143,6 +144,79 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     }
 }
 
+/// Counter streaks: lines within `max_long_period` units (newline excluded) holding a digit, each
+/// counting on from the non-blank line before it (blank lines skipped); any other non-blank line
+/// breaks the streak.
+fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
+    // (line start, content, end after the newline, counts) of each terminated non-blank line.
+    let mut lines: Vec<(usize, &[u32], usize, bool)> = Vec::new();
+    let mut start = 0;
+    let digit = |u: &u32| (u32::from(b'0')..=u32::from(b'9')).contains(u);
+    let fits = |start: usize, end: usize| end - start <= rules.max_long_period as usize;
+    for (i, &u) in units.iter().enumerate() {
+        if u == '\n' as u32 {
+            let mut end = i;
+            while end > start && is_ws(units[end - 1]) {
+                end -= 1;
+            }
+            let content = &units[start..end];
+            if !content.is_empty() {
+                lines.push((start, content, i + 1, fits(start, i) && content.iter().any(digit)));
+            }
+            start = i + 1;
+        }
+    }
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].3 {
+            i += 1;
+            continue;
+        }
+        let mut k = i + 1;
+        while k < lines.len() && lines[k].3 && counts_on(lines[k - 1].1, lines[k].1) {
+            k += 1;
+        }
+        let streak = &lines[i..k];
+        let need = required_lines(rules, streak[streak.len() - 1].1);
+        if streak.len() as u64 >= need {
+            let need = need as usize;
+            let (first_start, content, _, _) = streak[0];
+            let ends: Vec<u64> = streak[need - 1..].iter().map(|line| line.2 as u64).collect();
+            let (mut end, mut copies) = (ends[ends.len() - 1], streak.len() as u64);
+            // Offline, a last line the text ends in (no newline) is one more if it counts on.
+            let tail = &units[start..];
+            let mut tail_end = tail.len();
+            while tail_end > 0 && is_ws(tail[tail_end - 1]) {
+                tail_end -= 1;
+            }
+            if k == lines.len()
+                && tail_end > 0
+                && fits(start, units.len())
+                && counts_on(streak[streak.len() - 1].1, &tail[..tail_end])
+            {
+                copies += 1;
+                end = units.len() as u64;
+            }
+            out.push(Candidate {
+                finding: Finding {
+                    rule: Rule::CounterLines,
+                    period: content.len() as u64,
+                    block: content.to_vec(),
+                    start: first_start as u64,
+                    repeats: need as u64,
+                    detected_at: ends[0],
+                    end: ends[0],
+                },
+                anchor: first_start as u64,
+                end,
+                copies,
+                claim_steps: ends,
+            });
+        }
+        i = k;
+    }
+}
+
 /// Every finding whole (as an offline scan reports it), by the rules read literally.
 pub fn scan(units: &[u32], rules: &Rules) -> Vec<Finding> {
     emitted(units, rules).into_iter().map(|c| Finding { end: c.end, repeats: c.copies, ..c.finding }).collect()
@@ -157,6 +231,7 @@ fn emitted(units: &[u32], rules: &Rules) -> Vec<Candidate> {
     let mut candidates = Vec::new();
     periodic_candidates(units, rules, &mut candidates);
     line_candidates(units, rules, &mut candidates);
+    counter_candidates(units, rules, &mut candidates);
     candidates.sort_by_key(|c| (c.finding.detected_at, c.finding.start, c.finding.rule, c.finding.period));
     let mut emitted: Vec<Candidate> = Vec::new();
     for c in candidates {

@@ -27,9 +27,10 @@ mod sampling;
 
 use std::sync::{Arc, OnceLock};
 
+use crate::counters::CounterEvent;
 use crate::finding::{Finding, Rule};
 use crate::lanes::{Marks, Unit, LANES};
-use crate::lines::{LineEvent, Lines};
+use crate::lines::{LineEvent, LineEvents, Lines};
 use crate::plan::Plan;
 use crate::rules::{Rules, DEFAULT_RULES, SAMPLE_UNITS};
 use crate::window::{Window, PIECE};
@@ -112,6 +113,7 @@ impl<T: Unit> Core<T> {
 
     pub fn heap_bytes(&self) -> usize {
         self.window.heap_bytes()
+            + self.lines.counters().heap_bytes()
             + self.trackers.capacity() * std::mem::size_of::<Tracker>()
             + self.candidates.capacity() * std::mem::size_of::<Candidate>()
     }
@@ -178,8 +180,9 @@ impl<T: Unit> Core<T> {
     }
 
     /// Works through the piece's newlines from `x` on while their lines change nothing but the
-    /// streak of identical lines, which nothing else reads: up to the first whose event matters
-    /// to the rest (a streak reaching its rule, or any line while a line finding is claimed).
+    /// streaks of identical and of counter lines, which nothing else reads: up to the first
+    /// whose event matters to the rest (a streak reaching its rule, or any line while a line
+    /// finding is claimed).
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does. Most newlines thus cost a list entry and a length compare.
     #[inline(always)]
@@ -189,13 +192,13 @@ impl<T: Unit> Core<T> {
         newlines: &Marks<N>,
         first: u64,
         x: u64,
-    ) -> (u64, Option<LineEvent>) {
+    ) -> (u64, Option<LineEvents>) {
         for &i in newlines.from((x - first) as usize) {
             let at = first + u64::from(i);
             // The unit before the newline, read from the piece where it is in it.
             let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
             let event = self.lines.on_newline(at, before, &self.window);
-            if event.is_some_and(|event| self.claim.streak() || matches!(event, LineEvent::Reached { .. })) {
+            if event.is_some_and(|event| self.claim.streak().is_some() || event.reached()) {
                 return (at, event);
             }
         }
@@ -207,7 +210,7 @@ impl<T: Unit> Core<T> {
     /// # Safety
     /// The CPU has what `G` needs.
     #[inline(always)]
-    unsafe fn step<G: Prefilter>(&mut self, x: u64, line: Option<LineEvent>, out: &mut Vec<Finding>) {
+    unsafe fn step<G: Prefilter>(&mut self, x: u64, line: Option<LineEvents>, out: &mut Vec<Finding>) {
         if !self.trackers.is_empty() {
             self.follow_trackers(x, self.window.at(x));
         }
@@ -221,10 +224,10 @@ impl<T: Unit> Core<T> {
         }
     }
 
-    fn on_line(&mut self, x: u64, event: LineEvent) {
-        match event {
-            LineEvent::Continued => self.claim.streak_continued_at(x),
-            LineEvent::NewStreak => self.claim.new_streak(),
+    fn on_line(&mut self, x: u64, events: LineEvents) {
+        match events.identical {
+            LineEvent::Continued => self.claim.streak_continued_at(x, Rule::IdenticalLines),
+            LineEvent::NewStreak => self.claim.streak_ended(Rule::IdenticalLines),
             LineEvent::Reached { start, line_start, period, repeats } => {
                 // A line longer than the window is reported by the part of it the window holds
                 // at this newline: the `len - 1` units before it, less the trailing whitespace.
@@ -243,19 +246,38 @@ impl<T: Unit> Core<T> {
                 self.candidates.push(Candidate { finding, tracker: None });
             }
         }
+        match events.counter {
+            None => {}
+            Some(CounterEvent::Continued) => self.claim.streak_continued_at(x, Rule::CounterLines),
+            Some(CounterEvent::Broken) => self.claim.streak_ended(Rule::CounterLines),
+            Some(CounterEvent::Reached) => {
+                let counters = self.lines.counters();
+                let ((start, block), repeats) = (counters.first_line(&self.window), counters.lines());
+                let finding = Finding {
+                    rule: Rule::CounterLines,
+                    period: block.len() as u64,
+                    block,
+                    start,
+                    repeats,
+                    detected_at: x + 1,
+                    end: x + 1,
+                };
+                self.candidates.push(Candidate { finding, tracker: None });
+            }
+        }
     }
 
     /// Emits the candidates of unit `x` in order, each unless an earlier finding claims it.
     fn resolve(&mut self, x: u64, out: &mut Vec<Finding>) {
         let mut candidates = std::mem::take(&mut self.candidates);
         candidates.sort_by_key(|c| (c.finding.start, c.finding.rule, c.finding.period));
-        let mut fired: Option<Option<usize>> = None;
+        let mut fired: Option<(Option<usize>, Rule)> = None;
         for candidate in candidates.drain(..) {
             if self.claim.covers(candidate.finding.anchor()) {
                 continue;
             }
             self.claim.fired_at(x);
-            fired = Some(candidate.tracker);
+            fired = Some((candidate.tracker, candidate.finding.rule));
             if self.first_finding.is_none() {
                 self.first_finding = Some(candidate.finding.clone());
             }
@@ -269,13 +291,13 @@ impl<T: Unit> Core<T> {
         };
         // Every other run in progress started before this finding's end: none can count now.
         match source {
-            Some(i) => {
+            (Some(i), _) => {
                 self.follow_fired_run(i);
                 self.claim.run_fired();
             }
-            None => {
+            (None, rule) => {
                 self.trackers.clear();
-                self.claim.streak_fired();
+                self.claim.streak_fired(rule);
             }
         }
     }

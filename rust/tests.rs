@@ -138,7 +138,8 @@ fn a_widened_window_narrows_once_wide_units_stop() {
     let mut detector = Detector::new(DEFAULT_RULES);
     let mut out = Vec::new();
     let lines = |from: usize, to: usize| -> String {
-        (from..to).map(|i| format!("Line {i} of some ordinary text, with words that vary.\n")).collect()
+        // Numbers that do not count up line by line (which would be a `counter_lines` loop).
+        (from..to).map(|i| format!("Line {} of some ordinary text, with words that vary.\n", i * 7 % 1000)).collect()
     };
     detector.feed_str(&lines(0, 100), &mut out);
     let bytes = detector.heap_bytes();
@@ -207,6 +208,8 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         table_span: 65_537,
         min_lines: 65_537,
         code_min_lines: 65_537,
+        counter_min_lines: 65_537,
+        counter_span: 0,
     })
     .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
@@ -447,4 +450,78 @@ fn a_reset_detector_finds_what_a_new_one_finds() {
         found += expected.len();
     }
     assert!(found > 100, "the texts should reach the rules, found {found}");
+}
+
+/// Texts of counter lines: a few templates with one or two numbers that mostly step by one,
+/// sometimes stay, jump, go back, carry (`9` to `10`, `099` to `100`), with blank lines,
+/// identical lines and noise lines between them, and digits in noise.
+fn random_counter_text(rng: &mut Rng) -> Vec<u32> {
+    const TEMPLATES: [&str; 6] = ["# a", "#. ab", "x # y #", "##", "a#", "- # é人"];
+    let mut text = String::new();
+    for _ in 0..1 + rng.below(4) {
+        let template = TEMPLATES[rng.below(TEMPLATES.len())];
+        let (mut a, mut b) = (rng.below(12) as u64, rng.below(3) as u64);
+        let zeros = if rng.below(4) == 0 { "0" } else { "" };
+        for _ in 0..rng.below(16) {
+            let line = template.replacen('#', &format!("{zeros}{a}"), 1).replacen('#', &b.to_string(), 1);
+            text.push_str(&line);
+            text.push_str([" \n", "\n", "\n\n", "\n \n"][rng.below(4)]);
+            match rng.below(12) {
+                0 => {}
+                1 => a += 2,
+                2 => a = a.saturating_sub(1),
+                3 => b += 1,
+                4 => text.push_str("a1\n"),
+                _ => a += 1,
+            }
+        }
+    }
+    units(&text)
+}
+
+#[test]
+fn detector_agrees_with_oracle_on_counter_texts() {
+    with_each_build(agrees_with_oracle_on_counter_texts);
+}
+
+fn agrees_with_oracle_on_counter_texts() {
+    let mut rng = Rng(0xC0DE);
+    let mut found = 0;
+    for case in 0..3000 {
+        let text = random_counter_text(&mut rng);
+        let expected = oracle::scan(&text, &SMALL_RULES);
+        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
+        assert_eq!(scan_units(&text, &SMALL_RULES), expected, "case {case}: {shown:?}");
+        assert_eq!(
+            feed_in_chunks(&text, &SMALL_RULES, &mut rng),
+            oracle::first_held(&text, &SMALL_RULES),
+            "chunked, case {case}: {shown:?}"
+        );
+        found += expected.iter().filter(|f| f.rule == Rule::CounterLines).count();
+    }
+    assert!(found > 500, "counter texts should reach the rule often, found {found}");
+}
+
+/// The development set's counter near-loops (`../shared/corpus/model/outputs.jsonl`, shapes
+/// rebuilt here): found by the default rules, as one `counter_lines` finding over the streak.
+#[test]
+fn counter_templates_are_found_and_numbered_lists_are_not() {
+    let numbered = |from: u64, to: u64, line: &dyn Fn(u64) -> String| -> String { (from..=to).map(line).collect() };
+    // d11: `- N. Cleaning: ` from 1 to 156 (14-unit template: 107 lines needed).
+    let d11 = numbered(1, 156, &|n| format!("- {n}. Cleaning: \n"));
+    let found = scan_str(&d11, &DEFAULT_RULES);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    assert_eq!((f.rule, f.start, f.repeats, f.end), (Rule::CounterLines, 0, 156, d11.chars().count() as u64));
+    assert_eq!(f.block, units("- 1. Cleaning:"));
+    assert_eq!(f.period, 14);
+    let at = d11.match_indices('\n').nth(106).unwrap().0 as u64 + 1;
+    assert_eq!(f.detected_at, at);
+    // d02: a 67-unit template with numbers inside it that stay, 45 lines (40 needed).
+    let d02 = numbered(1, 45, &|n| format!("{n}. Kubernetes: https://kubernetes.io/services/pod/api-7f9c/api-7f9c\n"));
+    assert_eq!(scan_str(&d02, &DEFAULT_RULES).iter().map(|f| f.rule).collect::<Vec<_>>(), [Rule::CounterLines]);
+    // A clean numbered list of 20 and rows of numbers alone are not.
+    assert_eq!(scan_str(&numbered(1, 20, &|n| format!("{n}. item\n")), &DEFAULT_RULES), []);
+    assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n},\n")), &DEFAULT_RULES), []);
+    assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n}\t{}\n", n + 7)), &DEFAULT_RULES), []);
 }

@@ -15,7 +15,8 @@ pub struct Removal {
     pub start: u64,
     /// Offset (in the input) where the repetition ends.
     pub end: u64,
-    /// Copies (for `identical_lines`: lines) removed; a cut-short last copy counts as one.
+    /// Copies (for `identical_lines` and `counter_lines`: lines) removed; a cut-short last copy
+    /// counts as one.
     pub repeats: u64,
 }
 
@@ -57,7 +58,7 @@ pub(crate) fn removals<S: Unit>(units: &[S], rules: &Rules, keep: u64) -> Vec<Re
     let mut removals = Vec::new();
     let mut cursor = 0u64;
     for finding in scan_stored(units, rules) {
-        let (kept_end, removed_repeats) = kept(units, &finding, keep);
+        let (kept_end, removed_repeats) = kept(units, rules, &finding, keep);
         let start = kept_end.max(cursor);
         if start >= finding.end {
             continue;
@@ -71,18 +72,18 @@ pub(crate) fn removals<S: Unit>(units: &[S], rules: &Rules, keep: u64) -> Vec<Re
 
 /// Where the first `keep` copies of a whole finding end, and how many copies (a cut-short last
 /// one counting as one) come after them.
-fn kept<S: Unit>(units: &[S], finding: &Finding, keep: u64) -> (u64, u64) {
+fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u64, u64) {
     match finding.rule {
         Rule::PeriodicRun | Rule::LongBlock => {
             let kept_end = finding.start.saturating_add(keep.saturating_mul(finding.period)).min(finding.end);
             (kept_end, (finding.end - kept_end).div_ceil(finding.period))
         }
-        Rule::IdenticalLines => {
+        Rule::IdenticalLines | Rule::CounterLines => {
             let copies = lines_from(units, finding.start as usize)
                 .take_while(|line| line.start < finding.end as usize)
                 .filter(|line| line.content_end > line.start);
             let kept_end = copies.take(keep as usize).last().map_or(finding.start, |line| line.end as u64);
-            let all = extent(units, finding);
+            let all = extent(units, rules, finding);
             (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(keep))
         }
     }
@@ -111,7 +112,7 @@ pub fn marker(removal: &Removal, more_follows: bool) -> String {
         preview.push('…');
     }
     let what = match removal.finding.rule {
-        Rule::IdenticalLines => "lines",
+        Rule::IdenticalLines | Rule::CounterLines => "lines",
         Rule::PeriodicRun | Rule::LongBlock => "times",
     };
     format!(

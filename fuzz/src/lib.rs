@@ -74,6 +74,8 @@ pub const LOW: RuleValues = RuleValues {
     table_span: 32,
     min_lines: 2,
     code_min_lines: 2,
+    counter_min_lines: 2,
+    counter_span: 0,
 };
 
 /// Units texts are made of: letters, punctuation, digits, every kind of whitespace the rules
@@ -172,6 +174,8 @@ pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> RuleValues {
         table_span: edge_u32(u),
         min_lines: edge_u32(u),
         code_min_lines: edge_u32(u),
+        counter_min_lines: edge_u32(u),
+        counter_span: edge_u32(u),
     }
 }
 
@@ -200,6 +204,8 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 table_span: field(3000),
                 min_lines: 1 + field(40),
                 code_min_lines: 1 + field(60),
+                counter_min_lines: 1 + field(50),
+                counter_span: field(2000),
             };
             match Rules::new(values) {
                 Ok(rules) if !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) => rules,
@@ -218,7 +224,7 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
     let pick = |u: &mut Unstructured<'_>| alphabet[below(u, alphabet.len())];
     let mut out: Vec<u32> = Vec::new();
     while !u.is_empty() && out.len() < MAX_UNITS {
-        match below(u, 5) {
+        match below(u, 6) {
             0 => {
                 for _ in 0..byte(u) {
                     out.push(pick(u));
@@ -250,6 +256,22 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
                     out.push(NEWLINE);
                     if below(u, 6) == 0 {
                         out.push(NEWLINE);
+                    }
+                }
+            }
+            4 => {
+                // Counter lines: a template around a number that mostly counts up by one.
+                let (head, tail): (Vec<u32>, Vec<u32>) =
+                    ((0..below(u, 8)).map(|_| pick(u)).collect(), (0..below(u, 8)).map(|_| pick(u)).collect());
+                let mut n = u64::from(byte(u)).saturating_mul([1, 1, 1_000_000_007, u64::MAX / 2][below(u, 4)]);
+                for _ in 0..below(u, 200) {
+                    out.extend_from_slice(&head);
+                    out.extend(n.to_string().chars().map(u32::from));
+                    out.extend_from_slice(&tail);
+                    out.push(NEWLINE);
+                    n = n.saturating_add([1, 1, 1, 1, 1, 0, 2][below(u, 7)]);
+                    if out.len() >= MAX_UNITS {
+                        break;
                     }
                 }
             }
@@ -326,6 +348,11 @@ fn is_ws(u: u32) -> bool {
     char::from_u32(u).is_some_and(char::is_whitespace)
 }
 
+/// How many lines of `units` are not blank.
+fn non_blank_lines(units: &[u32]) -> u64 {
+    units.split(|&u| u == NEWLINE).filter(|l| !trim_trailing_ws(l).is_empty()).count() as u64
+}
+
 fn trim_trailing_ws(line: &[u32]) -> &[u32] {
     let end = line.iter().rposition(|&u| !is_ws(u)).map_or(0, |i| i + 1);
     &line[..end]
@@ -339,9 +366,82 @@ fn is_primitive(block: &[u32]) -> bool {
 /// Where a later finding may start (mirrors the core's `Finding::anchor`).
 fn anchor(f: &Finding) -> u64 {
     match f.rule {
-        Rule::IdenticalLines => f.start,
+        Rule::IdenticalLines | Rule::CounterLines => f.start,
         Rule::PeriodicRun | Rule::LongBlock => f.start + f.period,
     }
+}
+
+fn is_digit(u: u32) -> bool {
+    (u32::from(b'0')..=u32::from(b'9')).contains(&u)
+}
+
+/// A line with its digit runs masked (as one `0` each, other `0`s never occur masked), its
+/// numbers as digit strings, and the unit before each (`None` at the start).
+fn masked(line: &[u32]) -> (Vec<Option<u32>>, Vec<(Vec<u32>, Option<u32>)>) {
+    let (mut template, mut numbers) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < line.len() {
+        if is_digit(line[i]) {
+            let end = i + line[i..].iter().take_while(|&&u| is_digit(u)).count();
+            numbers.push((line[i..end].to_vec(), i.checked_sub(1).map(|b| line[b])));
+            template.push(None);
+            i = end;
+        } else {
+            template.push(Some(line[i]));
+            i += 1;
+        }
+    }
+    (template, numbers)
+}
+
+/// A digit string plus one, keeping its width unless it is all nines.
+fn plus_one(digits: &[u32]) -> Vec<u32> {
+    let mut out = digits.to_vec();
+    for d in out.iter_mut().rev() {
+        if *d == u32::from(b'9') {
+            *d = u32::from(b'0');
+        } else {
+            *d += 1;
+            return out;
+        }
+    }
+    out.insert(0, u32::from(b'1'));
+    out
+}
+
+/// Whether `after` counts on from `before` (the rule as `Rules::required_counter_lines` and
+/// the docs state it), written apart from the core's reading.
+fn counts_on(before: &[u32], after: &[u32]) -> bool {
+    // At most two units longer: two numbers that carry at once.
+    if !(before.len()..=before.len() + 2).contains(&after.len()) {
+        return false;
+    }
+    let ((t1, n1), (t2, n2)) = (masked(before), masked(after));
+    if t1 != t2 {
+        return false;
+    }
+    let mut advanced = false;
+    for ((a, unit_before), (b, _)) in n1.iter().zip(&n2) {
+        if *b == plus_one(a) {
+            let word =
+                unit_before.is_some_and(|u| u == u32::from(b'_') || char::from_u32(u).is_some_and(char::is_alphabetic));
+            if word {
+                return false;
+            }
+            advanced = true;
+        } else if a != b {
+            return false;
+        }
+    }
+    advanced
+}
+
+/// Counter lines a template needs (`None`: never, no letter in it); indentation does not count.
+fn counter_lines_needed(rules: &Rules, line: &[u32]) -> Option<u64> {
+    let indent = line.iter().take_while(|&&u| is_ws(u)).count();
+    let (template, _) = masked(&line[indent..]);
+    let letter = template.iter().flatten().any(|&u| char::from_u32(u).is_some_and(char::is_alphabetic));
+    letter.then(|| rules.required_counter_lines(template.len() as u64))
 }
 
 /// Soundness of every finding of `units` under `rules`, without an oracle: each one is backed
@@ -397,6 +497,33 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                     let before: Vec<&[u32]> = units[..start - 1].split(|&u| u == NEWLINE).collect();
                     let previous = before.iter().rev().map(|l| trim_trailing_ws(l)).find(|l| !l.is_empty());
                     assert!(previous != Some(content), "streak starts earlier: {}", ctx());
+                }
+            }
+            Rule::CounterLines => {
+                assert!(start == 0 || units[start - 1] == NEWLINE, "not at a line start: {}", ctx());
+                assert_eq!(units[end - 1], NEWLINE, "not at a line end: {}", ctx());
+                let fits = |line: &[u32]| line.len() <= rules.max_long_period as usize;
+                let lines: Vec<&[u32]> = units[start..end - 1]
+                    .split(|&u| u == NEWLINE)
+                    .filter(|l| !trim_trailing_ws(l).is_empty())
+                    .collect();
+                let content = trim_trailing_ws(lines[0]);
+                assert_eq!((f.block.as_slice(), f.period), (content, content.len() as u64), "{}", ctx());
+                assert!(lines.iter().all(|l| fits(l)), "a line longer than max_long_period: {}", ctx());
+                for pair in lines.windows(2) {
+                    let (a, b) = (trim_trailing_ws(pair[0]), trim_trailing_ws(pair[1]));
+                    assert!(counts_on(a, b), "a line that does not count on: {}", ctx());
+                }
+                let need = counter_lines_needed(rules, content);
+                assert_eq!(Some(f.repeats), need, "not where the rule first holds: {}", ctx());
+                assert_eq!(lines.len() as u64, f.repeats, "{}", ctx());
+                // The streak starts here: the previous non-blank line (if any) does not lead in.
+                if start > 0 {
+                    let before: Vec<&[u32]> = units[..start - 1].split(|&u| u == NEWLINE).collect();
+                    if let Some(previous) = before.iter().rev().find(|l| !trim_trailing_ws(l).is_empty()) {
+                        let leads = fits(previous) && counts_on(trim_trailing_ws(previous), content);
+                        assert!(!leads, "streak starts earlier: {}", ctx());
+                    }
                 }
             }
         }
@@ -603,10 +730,7 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
             Rule::IdenticalLines => {
                 let first = units[f.start as usize..].split(|&u| u == NEWLINE).next().unwrap_or(&[]);
                 let content = trim_trailing_ws(first);
-                let kept = units[f.start as usize..start]
-                    .split(|&u| u == NEWLINE)
-                    .filter(|l| !trim_trailing_ws(l).is_empty())
-                    .count() as u64;
+                let kept = non_blank_lines(&units[f.start as usize..start]);
                 assert!(kept >= keep, "{}", ctx("fewer than `keep` lines kept"));
                 assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
                 let removed: Vec<&[u32]> = units[start..end].split(|&u| u == NEWLINE).collect();
@@ -623,6 +747,22 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                     assert!(line_ok, "{}", ctx("removed a different line"));
                 }
                 assert!(r.repeats >= 1, "{}", ctx("repeats"));
+            }
+            Rule::CounterLines => {
+                let kept = non_blank_lines(&units[f.start as usize..start]);
+                assert!(kept >= keep, "{}", ctx("fewer than `keep` lines kept"));
+                assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
+                let lines = || {
+                    units[f.start as usize..end].split(|&u| u == NEWLINE).filter(|l| !trim_trailing_ws(l).is_empty())
+                };
+                let removed = lines().count() as u64 - kept;
+                assert_eq!(r.repeats, removed, "{}", ctx("repeats"));
+                let all: Vec<&[u32]> = lines().map(trim_trailing_ws).collect();
+                assert!(
+                    all.windows(2).all(|w| counts_on(w[0], w[1])),
+                    "{}",
+                    ctx("removed a line that does not count on")
+                );
             }
         }
         expected.extend_from_slice(&units[cursor..start]);

@@ -33,7 +33,7 @@ __version__: Final[str]
 DEFAULT_KEEP: Final[int]
 """Copies of each repeated block that ``trim`` keeps by default (3)."""
 
-RuleName = Literal["periodic_run", "long_block", "identical_lines"]
+RuleName = Literal["periodic_run", "long_block", "identical_lines", "counter_lines"]
 
 RULE_NAMES: Final[tuple[RuleName, ...]]
 """Every rule's name in code order: the rule column of ``scan_utf8_columns`` holds indexes into
@@ -41,7 +41,7 @@ this tuple."""
 
 @final
 class Rules:
-    """Thresholds of the three rules, validated on construction.
+    """Thresholds of the four rules, validated on construction.
 
     A block repeated back to back becomes a finding once its span (units from the start of the
     first copy) reaches ``max(floor, repeats * period)``, where the floor and the repeat count
@@ -80,6 +80,19 @@ class Rules:
     visible chars (its whitespace counting as one more), fewer than one per 6 units (a banner,
     ``// STOP STOP STOP ...``).
 
+    Non-empty lines equal once every run of ASCII digits is masked, where from each line to the
+    next every number is unchanged or one up and at least one is one up (``1. test.py``,
+    ``2. test.py``, ...; blank lines between them allowed, trailing whitespace ignored), are
+    reported as ``counter_lines`` once there are max(``counter_min_lines``,
+    ceil(``counter_span`` / (L + 1))) of them, L the template's length (without indentation, each
+    digit run counted as one unit): 40 lines for a template of 39 units or more, 107 for ``- N. Cleaning:``. Numbers
+    are compared on their digits, of any length, and keep their width (``099`` to ``100`` is one
+    up, ``7`` to ``07`` is not); a line is at most two units longer than the one before (two
+    numbers that carry at once). A template without a
+    letter (rows of numbers), a number that goes up right after a letter, ``_`` or ``[``
+    (``value_7``, ``x1``, ``out[7]``: names and indexes of generated code), and lines longer than ``max_long_period`` units never count. ``for_tokens`` turns
+    the rule off in effect (``counter_min_lines`` 2**24): token ids 48-57 are no digits.
+
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
     """
@@ -101,6 +114,8 @@ class Rules:
         table_span: int = 4096,
         min_lines: int = 14,
         code_min_lines: int = 100,
+        counter_min_lines: int = 40,
+        counter_span: int = 1600,
     ) -> Self: ...
     @staticmethod
     def for_tokens() -> Rules:
@@ -139,6 +154,10 @@ class Rules:
     def min_lines(self) -> int: ...
     @property
     def code_min_lines(self) -> int: ...
+    @property
+    def counter_min_lines(self) -> int: ...
+    @property
+    def counter_span(self) -> int: ...
     def required_span(self, block: str) -> int:
         """The span (units from the start of the first copy) at which ``block``, repeated back to
         back at the start of a text, becomes a finding. Raises ``ValueError`` for an empty block."""
@@ -164,17 +183,19 @@ class Finding:
         """Which rule found it."""
     @property
     def period(self) -> int:
-        """Units in one copy of the block (for ``identical_lines``: the line without its newline
-        and trailing whitespace)."""
+        """Units in one copy of the block (for ``identical_lines`` and ``counter_lines``: the
+        (first) line without its newline and trailing whitespace)."""
     @property
     def block(self) -> str:
-        """One copy of the repeated block (for ``identical_lines``, the line; a line longer than
+        """One copy of the repeated block (for ``identical_lines``, the line; for
+        ``counter_lines``, the first line; a line longer than
         the detector's window, 15,362 units at the defaults, is given by the part of it the
         window holds at the newline: its last ``window - 1 - w`` units, ``w`` being the trailing
         whitespace)."""
     @property
     def start(self) -> int:
-        """Offset where the first copy starts (for ``identical_lines``, the first line)."""
+        """Offset where the first copy starts (for ``identical_lines`` and ``counter_lines``,
+        the first line)."""
     @property
     def repeats(self) -> int:
         """Full copies (or lines): those seen when the rule first held (streaming), or every one

@@ -7,7 +7,7 @@ use pyo3::types::PyDict;
 use super::input::{text_arg, Int};
 use crate::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES};
 
-/// Thresholds of the three rules (see the `Rules` docs for each field and its default).
+/// Thresholds of the four rules (see the `Rules` docs for each field and its default).
 #[pyclass(name = "Rules", module = "loopbreak", frozen, eq)]
 #[derive(Clone, PartialEq)]
 pub struct PyRules {
@@ -50,6 +50,8 @@ impl PyRules {
         table_span = Int::from(DEFAULT_RULES.table_span),
         min_lines = Int::from(DEFAULT_RULES.min_lines),
         code_min_lines = Int::from(DEFAULT_RULES.code_min_lines),
+        counter_min_lines = Int::from(DEFAULT_RULES.counter_min_lines),
+        counter_span = Int::from(DEFAULT_RULES.counter_span),
     ))]
     fn new(
         max_period: Int,
@@ -66,6 +68,8 @@ impl PyRules {
         table_span: Int,
         min_lines: Int,
         code_min_lines: Int,
+        counter_min_lines: Int,
+        counter_span: Int,
     ) -> PyResult<Self> {
         let values = RuleValues {
             max_period: rule_value("max_period", max_period)?,
@@ -82,6 +86,8 @@ impl PyRules {
             table_span: rule_value("table_span", table_span)?,
             min_lines: rule_value("min_lines", min_lines)?,
             code_min_lines: rule_value("code_min_lines", code_min_lines)?,
+            counter_min_lines: rule_value("counter_min_lines", counter_min_lines)?,
+            counter_span: rule_value("counter_span", counter_span)?,
         };
         Ok(PyRules { inner: Rules::new(values)? })
     }
@@ -147,6 +153,14 @@ impl PyRules {
     #[getter]
     fn code_min_lines(&self) -> u32 {
         self.inner.code_min_lines
+    }
+    #[getter]
+    fn counter_min_lines(&self) -> u32 {
+        self.inner.counter_min_lines
+    }
+    #[getter]
+    fn counter_span(&self) -> u32 {
+        self.inner.counter_span
     }
 
     /// The span (units from the start of the first copy) at which `block`, repeated back

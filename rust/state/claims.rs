@@ -4,6 +4,8 @@
 //! line), so one loop is one finding however long it runs; a loop that breaks and resumes is a
 //! new region.
 
+use crate::finding::Rule;
+
 /// The end of what earlier findings cover, and what is still extending it.
 #[derive(Clone, Copy, Debug, Default)]
 pub(super) struct Claim {
@@ -11,8 +13,9 @@ pub(super) struct Claim {
     end: u64,
     /// The periodic run that fired is still running: nothing new can be found until it breaks.
     run_running: bool,
-    /// The line streak that fired is the claim: each line that continues it extends it.
-    streak: bool,
+    /// The line streak that fired (of this rule) is the claim: each line that continues it
+    /// extends it.
+    streak: Option<Rule>,
 }
 
 impl Claim {
@@ -35,9 +38,10 @@ impl Claim {
         self.run_running
     }
 
-    /// Whether the line streak that fired is the claim (its lines then matter to it).
+    /// The rule of the line streak that fired, while it is the claim (its lines then matter
+    /// to it).
     #[inline]
-    pub fn streak(&self) -> bool {
+    pub fn streak(&self) -> Option<Rule> {
         self.streak
     }
 
@@ -55,9 +59,9 @@ impl Claim {
 
     /// The finding that fired is a line streak: no run that fired before is followed any more.
     #[inline]
-    pub fn streak_fired(&mut self) {
+    pub fn streak_fired(&mut self, rule: Rule) {
         self.run_running = false;
-        self.streak = true;
+        self.streak = Some(rule);
     }
 
     /// The run that fired still repeats at unit `x`.
@@ -82,18 +86,20 @@ impl Claim {
         }
     }
 
-    /// A line ending at the newline `x` continued the streak: if the streak is the claim, it
-    /// covers the line.
+    /// A line ending at the newline `x` continued the streak of `rule`: if that streak is the
+    /// claim, it covers the line.
     #[inline]
-    pub fn streak_continued_at(&mut self, x: u64) {
-        if self.streak {
+    pub fn streak_continued_at(&mut self, x: u64, rule: Rule) {
+        if self.streak == Some(rule) {
             self.end = x + 1;
         }
     }
 
-    /// A new streak of lines began: the one that fired (if any) is over.
+    /// The streak of `rule` is over: if it was the claim, the claim stops growing.
     #[inline]
-    pub fn new_streak(&mut self) {
-        self.streak = false;
+    pub fn streak_ended(&mut self, rule: Rule) {
+        if self.streak == Some(rule) {
+            self.streak = None;
+        }
     }
 }

@@ -32,6 +32,8 @@ FIELDS = [
     "table_span",
     "min_lines",
     "code_min_lines",
+    "counter_min_lines",
+    "counter_span",
 ]
 
 

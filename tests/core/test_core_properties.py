@@ -45,6 +45,8 @@ SMALL = Rules(
     table_span=64,
     min_lines=3,
     code_min_lines=4,
+    counter_min_lines=3,
+    counter_span=20,
 )
 
 MEDIUM = Rules(
@@ -62,6 +64,8 @@ MEDIUM = Rules(
     table_span=160,
     min_lines=4,
     code_min_lines=5,
+    counter_min_lines=4,
+    counter_span=60,
 )
 
 DEFAULT = Rules()
@@ -204,6 +208,37 @@ MEDIUM_FRAGMENTS = fragments(WORDS, SEPARATORS, [(4, 14), (18, 6)], most_prose=2
 DEFAULT_FRAGMENTS = fragments(WORDS, SEPARATORS, [(3, 45), (12, 30), (80, 6)], most_prose=40)
 UNICODE_TEXTS = fragments(UNICODE_TOKENS, [" ", "", "\n", ", "], [(5, 14)], most_prose=6)
 
+# Templates of counter lines (`#` is a number): words, identifiers, digits of the template's own.
+COUNTER_TEMPLATES = ["# a", "#. ab", "x # y #", "##", "a#", "- # é人", "0# it", "v_#"]
+
+
+@st.composite
+def counter_texts(draw: st.DrawFn) -> str:
+    """Lines of templates whose numbers mostly count up by one, sometimes stay, jump, go back or
+    carry (``9`` to ``10``, ``099`` to ``100``), with blank lines, trailing whitespace and noise
+    lines between them."""
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        tpl = draw(st.sampled_from(COUNTER_TEMPLATES))
+        a, b = draw(st.integers(0, 12)), draw(st.integers(0, 2))
+        zeros = draw(st.sampled_from(["", "0", "00"]))
+        for _ in range(draw(st.integers(0, 14))):
+            out.append(tpl.replace("#", f"{zeros}{a}", 1).replace("#", str(b), 1))
+            out.append(draw(st.sampled_from(["\n", " \n", "\n\n", "\n \n"])))
+            step = draw(
+                st.sampled_from(["up", "up", "up", "up", "same", "jump", "down", "b", "noise"])
+            )
+            a += {"up": 1, "jump": 2, "down": -1 if a else 0}.get(step, 0)
+            b += step == "b"
+            if step == "noise":
+                out.append(draw(st.sampled_from(["a1\n", "zz\n", "1\n"])))
+    if draw(st.booleans()):
+        out.append(draw(st.sampled_from(["9 a", "1", "x 3 y"])))
+    return "".join(out)
+
+
+COUNTER_TEXTS = counter_texts()
+
 
 @st.composite
 def small_rules(draw: st.DrawFn) -> Rules:
@@ -225,6 +260,8 @@ def small_rules(draw: st.DrawFn) -> Rules:
         table_span=draw(st.integers(0, 120)),
         min_lines=draw(st.integers(2, 5)),
         code_min_lines=draw(st.integers(2, 6)),
+        counter_min_lines=draw(st.integers(2, 6)),
+        counter_span=draw(st.integers(0, 60)),
     )
 
 
@@ -298,6 +335,18 @@ def test_scan_equals_oracle_random_rules(rules: Rules, text: str) -> None:
     check_against_oracle(text, rules)
 
 
+@FAST
+@given(text=COUNTER_TEXTS)
+def test_scan_equals_oracle_on_counter_texts(text: str) -> None:
+    check_against_oracle(text, SMALL)
+
+
+@FAST
+@given(rules=small_rules(), text=COUNTER_TEXTS)
+def test_scan_equals_oracle_on_counter_texts_random_rules(rules: Rules, text: str) -> None:
+    check_against_oracle(text, rules)
+
+
 @SLOW
 @given(text=looped_texts("a\ud800 \n\udfff"))
 def test_scan_equals_oracle_with_lone_surrogates(text: str) -> None:
@@ -329,6 +378,7 @@ def _reaches(strategy: st.SearchStrategy[str], rules: Rules, rule: str) -> str:
         (DEFAULT_FRAGMENTS, DEFAULT, "periodic_run"),
         (UNICODE_TEXTS, SMALL, "periodic_run"),
         (UNICODE_TEXTS, SMALL, "identical_lines"),
+        (COUNTER_TEXTS, SMALL, "counter_lines"),
     ],
 )
 def test_generators_reach_the_rules(

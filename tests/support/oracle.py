@@ -1,4 +1,4 @@
-"""A slow, obviously correct pure-Python oracle of loopbreak's three rules.
+"""A slow, obviously correct pure-Python oracle of loopbreak's four rules.
 
 It is written from the rule spec (the docstrings of ``loopbreak.Rules`` and ``rust/rules.rs``),
 not from the Rust detector, so that the property tests can catch bugs in the detector. It favours
@@ -32,9 +32,14 @@ from typing import Literal, Protocol
 
 import loopbreak
 
-RuleName = Literal["periodic_run", "long_block", "identical_lines"]
+RuleName = Literal["periodic_run", "long_block", "identical_lines", "counter_lines"]
 
-RULE_ORDER: dict[str, int] = {"periodic_run": 0, "long_block": 1, "identical_lines": 2}
+RULE_ORDER: dict[str, int] = {
+    "periodic_run": 0,
+    "long_block": 1,
+    "identical_lines": 2,
+    "counter_lines": 3,
+}
 
 # Rust's char::is_whitespace: the Unicode White_Space property, in full.
 WHITESPACE: frozenset[str] = frozenset(
@@ -288,7 +293,7 @@ class Candidate:
 
     def claim(self, t: int) -> int:
         """How far this region reaches once ``t`` units have been seen."""
-        if self.finding.rule == "identical_lines":
+        if self.finding.rule in ("identical_lines", "counter_lines"):
             reached = [end for end in self.line_ends if end <= t]
             return max(reached) if reached else 0
         return min(self.region_end, t)
@@ -365,9 +370,121 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     return out
 
 
+DIGITS = "0123456789"
+
+
+def template(line: str) -> tuple[str, list[str], list[str]]:
+    """``line`` with every maximal run of ASCII digits masked (as ``0``), the runs, and the
+    unit before each run ("" at the line's start)."""
+    masked, numbers, before = "", [], []
+    i = 0
+    while i < len(line):
+        if line[i] in DIGITS:
+            j = i
+            while j < len(line) and line[j] in DIGITS:
+                j += 1
+            masked += "0"
+            numbers.append(line[i:j])
+            before.append(line[i - 1] if i > 0 else "")
+            i = j
+        else:
+            masked += "\x00" if line[i] == "0" else line[i]
+            i += 1
+    return masked, numbers, before
+
+
+# A line at most this many units longer than the one before can count on from it.
+MAX_GAIN = 2
+
+
+def plus_one(digits: str) -> str:
+    """A digit string plus one, keeping its width unless it is all nines (``099`` -> ``100``)."""
+    kept = digits.rstrip("9")
+    zeros = "0" * (len(digits) - len(kept))
+    return kept[:-1] + str(int(kept[-1]) + 1) + zeros if kept else "1" + zeros
+
+
+def counts_on(prev: str, line: str) -> bool:
+    """Whether ``line`` follows ``prev`` in a counter streak: at most ``MAX_GAIN`` units longer
+    and no shorter, the same template, every number's digits unchanged or plus one, at least
+    one plus one, and none that goes up right after a letter, ``_`` or ``[`` (an identifier's
+    tail or an index)."""
+    if not 0 <= len(line) - len(prev) <= MAX_GAIN:
+        return False
+    (t1, n1, before), (t2, n2, _) = template(prev), template(line)
+    if t1 != t2:
+        return False
+    steps = [0 if b == a else 1 if b == plus_one(a) else None for a, b in zip(n1, n2)]
+    if None in steps or 1 not in steps:
+        return False
+    return all(not (b in "_[" or is_letter(b)) for b, step in zip(before, steps) if step == 1 and b)
+
+
+def required_counter_lines(rules: loopbreak.Rules, line: str) -> int | None:
+    """Counter lines a streak of ``line``'s template needs, or None if its template holds no
+    letter; the template's length counts each digit run as one unit and leaves out the
+    indentation."""
+    indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
+    masked, _, _ = template(line[indent:])
+    if not any(is_letter(ch) for ch in line if ch not in DIGITS):
+        return None
+    return max(rules.counter_min_lines, ceil_div(rules.counter_span, len(masked) + 1))
+
+
+def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
+    """Streaks of counter lines: non-blank terminated lines of at most ``max_long_period``
+    units (newline excluded) holding a digit, each counting on from the non-blank line before
+    it; any other non-blank line breaks a streak, blank lines are skipped."""
+    lines: list[tuple[int, str, int, bool]] = []
+    start = 0
+    for i, ch in enumerate(u):
+        if ch == "\n":
+            content = rstrip_whitespace(u[start:i])
+            if content:
+                fits = i - start <= rules.max_long_period
+                lines.append((start, content, i + 1, fits and any(c in DIGITS for c in content)))
+            start = i + 1
+    out: list[Candidate] = []
+    i = 0
+    while i < len(lines):
+        if not lines[i][3]:
+            i += 1
+            continue
+        k = i + 1
+        while k < len(lines) and lines[k][3] and counts_on(lines[k - 1][1], lines[k][1]):
+            k += 1
+        streak = lines[i:k]
+        need = required_counter_lines(rules, streak[0][1])
+        if need is not None and len(streak) >= need:
+            first, content = streak[0][0], streak[0][1]
+            ends = tuple(line[2] for line in streak[need - 1 :])
+            finding = OracleFinding(
+                "counter_lines", len(content), content, first, need, ends[0], ends[0]
+            )
+            # Offline, a last line the text ends in (no newline) is one more if it counts on.
+            whole_end, copies = ends[-1], len(streak)
+            tail = rstrip_whitespace(u[start:])
+            if (
+                k == len(lines)
+                and tail
+                and len(u) - start <= rules.max_long_period
+                and counts_on(streak[-1][1], tail)
+            ):
+                whole_end, copies = len(u), copies + 1
+            out.append(
+                Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)
+            )
+        i = k
+    return out
+
+
 def oracle_candidates(rules: loopbreak.Rules, text: str) -> list[Candidate]:
     """Every candidate of every rule, before the claim filter, in detection order."""
-    cands = periodic_candidates(rules, text) + lines_candidates(rules, text)
+    cands = (
+        periodic_candidates(rules, text)
+        + lines_candidates(rules, text)
+        + counter_candidates(rules, text)
+    )
     cands.sort(key=Candidate.sort_key)
     return cands
 

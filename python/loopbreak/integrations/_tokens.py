@@ -79,7 +79,7 @@ def token_loop(
         found = removal.finding
         block = decode(ids[found.start : found.start + found.period])
         preview = block if len(block) <= _PREVIEW else block[:_PREVIEW] + "…"
-        what = "lines" if found.rule == "identical_lines" else "times"
+        what = "lines" if found.rule in ("identical_lines", "counter_lines") else "times"
         parts.append(decode(ids[cursor : removal.start]))
         parts.append(
             f"\n[loopbreak: removed {removal.units} tokens:"

@@ -1,0 +1,175 @@
+"""The counter-template rule (``counter_lines``): a model stuck on a template where only a number
+advances is found, streamed or offline alike, and trimmed; numbered text that is not stuck (tables,
+CSV, lists, years, fixtures) is not."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import loopbreak
+
+CORPUS = next(
+    (
+        folder / "shared" / "corpus"
+        for folder in Path(__file__).resolve().parents
+        if (folder / "shared" / "corpus").is_dir()
+    ),
+    Path("/nonexistent"),
+)
+needs_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason="../shared/corpus is not beside the repo"
+)
+
+
+def numbered(line: str, first: int, last: int) -> str:
+    """``line`` (with ``{n}``) for every ``n`` from ``first`` to ``last``, one per line."""
+    return "".join(line.format(n=n) + "\n" for n in range(first, last + 1))
+
+
+def output(output_id: str) -> str:
+    for line in (CORPUS / "model" / "outputs.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["id"] == output_id:
+            return str(row["text"])
+    raise KeyError(output_id)
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    ("output_id", "first_line", "lines"),
+    [
+        # `- N. Cleaning: ` counting 1..156: a 14-unit template needs 107 lines.
+        ("d11-greedy", "- 1. Cleaning:", 156),
+        # `N. A first-date activity:` 1..75 after a first `1.` line (a repeat, no step): 62 needed.
+        ("d35-greedy", "1. A first-date activity:", 75),
+        # `N. Kubernetes: https://kubernetes.io/...api-7f9c` 1..45: 40 needed.
+        (
+            "d02-greedy",
+            "1. Kubernetes: https://kubernetes.io/services/pod/api-7f9c/api-7f9c",
+            45,
+        ),
+    ],
+)
+def test_the_development_sets_counter_near_loops_are_found(
+    output_id: str, first_line: str, lines: int
+) -> None:
+    text = output(output_id)
+    found = [f for f in loopbreak.scan(text) if f.rule == "counter_lines"]
+    assert len(found) >= 1, output_id
+    f = found[0]
+    assert (f.block, f.period, f.repeats) == (first_line, len(first_line), lines)
+    assert text[f.start :].startswith(first_line)
+    # What the rule needed is in text[start:detected_at], and the streak goes on past it.
+    rules = loopbreak.Rules()
+    evidence = [line for line in text[f.start : f.detected_at].splitlines() if line.strip()]
+    template = re.sub("[0-9]+", "N", first_line)
+    needed = max(rules.counter_min_lines, -(-rules.counter_span // (len(template) + 1)))
+    assert len(evidence) == needed
+
+
+def test_a_counter_loop_streamed_in_deltas_finds_what_scan_finds() -> None:
+    text = "Here are the files:\n\n" + numbered("{n}. test.py", 1, 300) + "Done.\n"
+    [whole] = loopbreak.scan(text)
+    assert (whole.rule, whole.start, whole.repeats) == ("counter_lines", 21, 300)
+    assert whole.end == text.index("Done.")
+    for size in (1, 3, 7, 64, 1000):
+        detector = loopbreak.Detector()
+        streamed = [
+            f for i in range(0, len(text), size) if (f := detector.feed(text[i : i + size]))
+        ]
+        assert len(streamed) == 1, size
+        f = streamed[0]
+        first_held = (f.rule, f.period, f.block, f.start, f.detected_at)
+        assert first_held == (whole.rule, whole.period, whole.block, whole.start, whole.detected_at)
+        # Streaming reports the lines seen when the rule first held: `N. test.py` is 10 units.
+        assert f.end == f.detected_at and f.repeats == 146
+
+
+def test_trim_keeps_the_first_counter_lines_and_says_what_it_removed() -> None:
+    text = "Steps:\n" + numbered("Step {n}: wait for the server", 1, 200) + "The end.\n"
+    trimmed = loopbreak.trim(text, keep=3)
+    assert trimmed.text.startswith("Steps:\n" + numbered("Step {n}: wait for the server", 1, 3))
+    assert trimmed.text.endswith("The end.\n")
+    [removal] = trimmed.removals
+    assert (removal.finding.rule, removal.repeats) == ("counter_lines", 197)
+    assert '"Step 1: wait for the server" repeated 197 more lines (counter_lines)' in trimmed.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A clean numbered list of twenty (d34-sampled counts 1..20, d34-greedy `N = VIVA` x20).
+        numbered("{n}", 1, 20),
+        numbered("{n} = VIVA", 1, 20),
+        numbered("{n}. item", 1, 20),
+        # A markdown table whose rows differ only by an id, as long as a real status table.
+        "| id | state | owner |\n|---|---|---|\n" + numbered("| {n} | pending | - |", 1, 60),
+        # CSV rows with a counter column: numbers alone never make a template, and rows of
+        # data differ in their other columns.
+        "id,x,y,z\n" + numbered("{n},0,0,0", 1, 2000),
+        "id,name,score\n" + "".join(f"{n},user{n * 7 % 13},{n * n % 97}\n" for n in range(1, 500)),
+        # Numbered lists of documentation: the items say different things.
+        "".join(f"{n}. {step}\n" for n, step in enumerate(["Install", "Configure", "Run"] * 30)),
+        # Copyright years, one per line and all on one line.
+        numbered("Copyright (C) {n} Free Software Foundation, Inc.", 1995, 2024),
+        "Copyright " + ", ".join(str(year) for year in range(1990, 2025)) + " the authors\n",
+        # Test fixtures with numbered cases: other lines between the cases, numbered names.
+        "".join(f"def test_case_{n}(self):\n    self.check({n})\n\n" for n in range(1, 300)),
+        "".join(f'case_{n} = load("case_{n}.json")\n' for n in range(1, 300)),
+        "".join(f"    let value_{n} = compute({n}, &input);\n" for n in range(90)),
+        # Generated code indexing arrays: CUDA's tcgen05_ld.h counts these lines to 127.
+        numbered('        "=r"(__out_var[{n}]),', 0, 127),
+        # Code and key tables: equal once masked, without a +1 counter.
+        numbered("    0x{n:02x}: 'key{n}',", 0, 255),
+        "".join(f"    {n * 16}: 'U+{n * 16:04d}',\n" for n in range(64)),
+        # Hex rows count in hex, not in decimal.
+        numbered("0x{n:04x}, a", 0, 300),
+    ],
+)
+def test_numbered_text_that_is_not_stuck_is_not_a_counter_loop(text: str) -> None:
+    assert [f for f in loopbreak.scan(text) if f.rule == "counter_lines"] == []
+
+
+def test_numbers_step_on_their_digits_keeping_their_width() -> None:
+    # A number keeps its width (099 -> 100), carries are worked out on the digits, and a
+    # number longer than any machine integer compares as well.
+    assert loopbreak.scan(numbered("item {n:03d} of the list", 40, 140))[0].rule == "counter_lines"
+    big = 10**40 - 20
+    text = "".join(f"row {big + n} is ready\n" for n in range(150))
+    assert [f.rule for f in loopbreak.scan(text)] == ["counter_lines"]
+    # A step of two, or back, breaks the streak.
+    assert loopbreak.scan(numbered("row {n} is ready", 1, 200).replace("row 77 ", "row 78 ")) != []
+    skipping = "".join(f"row {2 * n} is ready\n" for n in range(200))
+    assert loopbreak.scan(skipping) == []
+    # Leading zeros are part of a number: `0001` after `000` is another number, not one up.
+    widening = "".join(f"row {n:0{3 + n % 2}d} is ready\n" for n in range(200))
+    assert loopbreak.scan(widening) == []
+
+
+def test_a_line_gains_at_most_two_units_on_the_line_before() -> None:
+    # Two numbers that carry at once (`(99, 99)` -> `(100, 100)`) continue the streak: 101
+    # lines of a 16-unit template, 95 needed.
+    pairs = "".join(f"({n}, {n}) is a pair\n" for n in range(30, 131))
+    assert [(f.rule, f.repeats) for f in loopbreak.scan(pairs)] == [("counter_lines", 101)]
+    # Three make the line three units longer: the streak starts again there, and neither part
+    # (70 and 31 lines) has the 73 lines a 21-unit template needs; past the carry it does.
+    assert loopbreak.scan("".join(f"({n}, {n}, {n}) is a triple\n" for n in range(30, 131))) == []
+    triples = "".join(f"({n}, {n}, {n}) is a triple\n" for n in range(100, 173))
+    assert [(f.rule, f.repeats) for f in loopbreak.scan(triples)] == [("counter_lines", 73)]
+
+
+def test_short_templates_need_more_lines() -> None:
+    rules = loopbreak.Rules()
+    assert (rules.counter_min_lines, rules.counter_span) == (40, 1600)
+    # `Server N:` is 9 units: 160 lines needed, 159 are not enough.
+    assert loopbreak.scan(numbered("Server {n}:", 1, 159)) == []
+    assert [f.repeats for f in loopbreak.scan(numbered("Server {n}:", 1, 160))] == [160]
+    assert loopbreak.Rules.for_tokens().counter_min_lines == 1 << 24
+    with pytest.raises(ValueError, match="counter_min_lines"):
+        loopbreak.Rules(counter_min_lines=1)
+    with pytest.raises(ValueError, match="counter_span"):
+        loopbreak.Rules(counter_span=1 << 25)
