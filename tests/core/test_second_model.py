@@ -41,6 +41,21 @@ EXPECTED_MISSES = {
     "g11-sampled": "3.09 x a 174-char block, below long_min_repeats",
 }
 EXPECTED_FLAGGED: dict[str, str] = {}
+# The near-loops (stuck, but not exact), none of which the default rules find, by id, with why;
+# a change either way fails the test.
+NEAR_LOOPS_MISSED = {
+    # `<b>N.</b> <b>시골</b>` counts on for 59 lines (12 to 70) to the 800-token cut; its 20-unit
+    # template needs 77 (counter_span 1,600). A span low enough for 59 (1,239) would flag the 54
+    # lines of postgres.bki's 28-unit `insert ( N 1255 0 'I/O' )` in the benign corpus.
+    "g13-sampled": "counter_lines: 59 of the 77 lines a 20-unit template needs",
+    # One line counting `54.55.56....257.` with no newline: no line rule sees inside a line.
+    "g24-sampled": "a counting list within one line",
+    # The echoed prompt, a sentence, a list item with words that change: no exact repeat.
+    "g01-sampled": "the date changes in each echo",
+    "g17-sampled": "the replica count changes in each echo",
+    "g05-sampled": "the sentence's end changes",
+    "g12-sampled": "numbered items cycling through five words",
+}
 
 
 def ids(label: str) -> list[str]:
@@ -66,6 +81,12 @@ def test_loops_found_clean_untouched() -> None:
     missed = {id_ for id_ in ids("loop") if not loopbreak.scan(texts[id_])}
     flagged = {id_ for id_ in ids("clean") if loopbreak.scan(texts[id_])}
     assert (missed, flagged) == (set(EXPECTED_MISSES), set(EXPECTED_FLAGGED))
+
+
+def test_near_loops_missed_are_the_named_ones() -> None:
+    texts = {str(output["id"]): str(output["text"]) for output in OUTPUTS}
+    missed = {id_ for id_ in ids("near-loop") if not loopbreak.scan(texts[id_])}
+    assert missed == set(NEAR_LOOPS_MISSED) == set(ids("near-loop"))
 
 
 @pytest.mark.skipif(not DEVELOPMENT_SET.is_file(), reason="../shared/corpus is not beside the repo")
