@@ -209,21 +209,39 @@ DEFAULT_FRAGMENTS = fragments(WORDS, SEPARATORS, [(3, 45), (12, 30), (80, 6)], m
 UNICODE_TEXTS = fragments(UNICODE_TOKENS, [" ", "", "\n", ", "], [(5, 14)], most_prose=6)
 
 # Templates of counter lines (`#` is a number): words, identifiers, digits of the template's own.
-COUNTER_TEMPLATES = ["# a", "#. ab", "x # y #", "##", "a#", "- # é人", "0# it", "v_#"]
+COUNTER_TEMPLATES = [
+    "# a",
+    "#. ab",
+    "x # y #",
+    "##",
+    "a#",
+    "- # é人",
+    "0# it",
+    "v_#",
+    "(#, #, #) a",
+]
 
 
 @st.composite
 def counter_texts(draw: st.DrawFn) -> str:
     """Lines of templates whose numbers mostly count up by one, sometimes stay, jump, go back or
-    carry (``9`` to ``10``, ``099`` to ``100``), with blank lines, trailing whitespace and noise
-    lines between them."""
+    carry (``9`` to ``10``, ``099`` to ``100``), padded to a width or behind a fixed run of zeros
+    (``09`` to ``010``, which is no step), the template's first number alone or all of them
+    counting (three that carry at once make a line three units longer), with blank lines,
+    trailing whitespace and noise lines between them."""
     out = []
     for _ in range(draw(st.integers(1, 3))):
         tpl = draw(st.sampled_from(COUNTER_TEMPLATES))
         a, b = draw(st.integers(0, 12)), draw(st.integers(0, 2))
         zeros = draw(st.sampled_from(["", "0", "00"]))
+        width = draw(st.sampled_from([0, 2, 3]))
+        together = draw(st.booleans())
         for _ in range(draw(st.integers(0, 14))):
-            out.append(tpl.replace("#", f"{zeros}{a}", 1).replace("#", str(b), 1))
+            number = f"{a:0{width}d}" if width else f"{zeros}{a}"
+            if together:
+                out.append(tpl.replace("#", number))
+            else:
+                out.append(tpl.replace("#", number, 1).replace("#", str(b), 1))
             out.append(draw(st.sampled_from(["\n", " \n", "\n\n", "\n \n"])))
             step = draw(
                 st.sampled_from(["up", "up", "up", "up", "same", "jump", "down", "b", "noise"])
