@@ -55,9 +55,12 @@ pub enum StreamError {
     Panicked(String),
 }
 
+/// A chunk scanned, or why the chunks stopped.
+pub type ChunkResult = Result<ScannedChunk, StreamError>;
+
 /// The scanned chunks of a stream, in order; an error is the last.
 pub struct ScannedChunks {
-    results: Receiver<Result<ScannedChunk, StreamError>>,
+    results: Receiver<ChunkResult>,
     spare: Sender<Vec<u8>>,
 }
 
@@ -94,11 +97,7 @@ impl ScannedChunks {
 
     /// The next chunk, waiting at most `timeout` for it: `Ok(None)` after the last, `Err` if
     /// it is not there yet.
-    #[allow(clippy::type_complexity)]
-    pub fn next_within(
-        &self,
-        timeout: Duration,
-    ) -> Result<Option<Result<ScannedChunk, StreamError>>, RecvTimeoutError> {
+    pub fn next_within(&self, timeout: Duration) -> Result<Option<ChunkResult>, RecvTimeoutError> {
         match self.results.recv_timeout(timeout) {
             Ok(result) => Ok(Some(result)),
             Err(RecvTimeoutError::Disconnected) => Ok(None),
@@ -161,7 +160,7 @@ mod tests {
         vec![Segment::Key { name: "t".into(), index: None }]
     }
 
-    fn all(chunks: &ScannedChunks) -> Vec<Result<ScannedChunk, StreamError>> {
+    fn all(chunks: &ScannedChunks) -> Vec<ChunkResult> {
         let mut got = Vec::new();
         loop {
             match chunks.next_within(Duration::from_secs(60)) {

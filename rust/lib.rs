@@ -29,7 +29,7 @@ pub use batch::{map_parallel, scan_many};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
 pub use json_lines::{read_line, scan_line, scan_lines, Kind, Line, Reached, Scan, ScannedLine, Segment, Told, Value};
-pub use json_lines_stream::{FoundText, ScannedChunk, ScannedChunks, StreamError};
+pub use json_lines_stream::{ChunkResult, FoundText, ScannedChunk, ScannedChunks, StreamError};
 pub use line_chunks::LineChunks;
 pub use rules::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};

@@ -37,13 +37,8 @@ impl LineChunks {
         self.chunks.recv().ok()
     }
 
-    /// A buffer handed back to be filled again.
-    pub fn recycle(&self, buffer: Vec<u8>) {
-        // The reader may have finished: the buffer is then simply freed.
-        let _ = self.spare.send(buffer);
-    }
-
-    /// Where buffers are handed back from elsewhere (as [`LineChunks::recycle`] does).
+    /// Where a chunk's buffer is handed back, once done with, to be filled again (a buffer
+    /// handed back after the reader has finished is simply freed).
     pub fn recycler(&self) -> Sender<Vec<u8>> {
         self.spare.clone()
     }
@@ -134,11 +129,12 @@ mod tests {
     ) -> Vec<io::Result<Vec<u8>>> {
         let source = Trickle { data: data.to_vec(), at: 0, step, error };
         let chunks = LineChunks::read(source, chunk_bytes).unwrap();
+        let recycler = chunks.recycler();
         let mut got = Vec::new();
         while let Some(chunk) = chunks.next_chunk() {
             if let Ok(data) = &chunk {
                 // Handed back, it is filled again with the right bytes (checked by the joins below).
-                chunks.recycle(data.clone());
+                let _ = recycler.send(data.clone());
             }
             got.push(chunk);
         }

@@ -95,18 +95,20 @@ impl PyJsonLinesScan {
 }
 
 /// A stream with no file descriptor (an in-memory one), read through its `read` method with
-/// the GIL taken for each read.
+/// the GIL taken for each read; once the interpreter is shutting down (a scan given up early,
+/// its reader still running) a read fails, which ends the reader.
 struct PyStream(Py<PyAny>);
 
 impl Read for PyStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Python::attach(|py| {
+        Python::try_attach(|py| {
             let data = self.0.bind(py).call_method1("read", (buf.len(),))?;
             let data = data.cast::<PyBytes>()?.as_bytes();
             let n = data.len().min(buf.len());
             buf[..n].copy_from_slice(&data[..n]);
             Ok::<usize, PyErr>(n)
         })
+        .ok_or_else(|| io::Error::other("the interpreter is shutting down"))?
         // Kept whole: `PyErr::from(io::Error)` gives back the Python error.
         .map_err(io::Error::other)
     }
