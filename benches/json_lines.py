@@ -13,11 +13,17 @@ the target is about) and CPU seconds over all threads (what a loaded machine can
 
 - floor: ``json.loads`` of each line and ``len`` of every ``messages[*].content``;
 - scan: ``loopbreak scan --field 'messages.*.content' FILE`` (exit status 1: loops found).
+
+The package's bytecode is compiled first, as ``pip install`` does: the floor's ``json`` comes
+with its bytecode, and with ``PYTHONDONTWRITEBYTECODE`` set (as on the machine of
+docs/benchmarks.md) every fresh scan would otherwise compile the package from source (about
+100 M instructions, a third of its start-up).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import random
 import resource
@@ -31,6 +37,8 @@ from pathlib import Path
 from typing import Optional
 
 import corpus
+
+import loopbreak
 
 LOOP_EVERY = 100
 SYSTEM = "You are a careful assistant. Answer in plain words, cite the file you read, and stop when done."
@@ -96,7 +104,9 @@ def seconds(command: list[str], expect: int) -> tuple[float, float]:
 
 
 def measure(path: Path, runs: int) -> list[tuple[float, float]]:
-    """Median (wall, CPU) seconds of the floor and of the scan, as fresh processes taking turns."""
+    """Median (wall, CPU) seconds of the floor and of the scan, as fresh processes taking turns
+    (the package's bytecode compiled first: see the module's doc)."""
+    compileall.compile_dir(Path(loopbreak.__file__).parent, quiet=1)
     floor = [sys.executable, "-c", FLOOR, str(path)]
     scan = [sys.executable, "-c", SCAN, "scan", "--field", "messages.*.content", str(path)]
     runs_of: tuple[list[tuple[float, float]], ...] = ([], [])

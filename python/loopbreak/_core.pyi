@@ -5,6 +5,7 @@ surrogate is one unit like any other code point and comes back unchanged."""
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, Literal, Optional, Union, final
 
+from _typeshed import SupportsRead
 from typing_extensions import Self
 
 __all__ = [
@@ -12,7 +13,7 @@ __all__ = [
     "scan_many",
     "scan_utf8_columns",
     "scan_utf8_texts",
-    "scan_json_lines",
+    "JsonLinesScan",
     "JsonLines",
     "Detector",
     "TokenDetector",
@@ -299,8 +300,33 @@ def scan_utf8_columns(
     Used by ``loopbreak.scan_columns``."""
 
 @final
+class JsonLinesScan:
+    """The chunks of a stream of JSON lines, read and scanned in Rust on threads of their own:
+    the next chunk is read and the current one parsed and scanned on all cores (or ``threads``)
+    while the caller works on the one before. Used by ``loopbreak scan``.
+
+    ``source`` is a file descriptor (duplicated: the caller may close its own once this is
+    made; it must not have been read through a buffer) or a binary stream without one, read
+    through its ``read`` method. A chunk holds the whole lines that end within its first
+    ``chunk_bytes`` (or one longer line); the field path ``segments`` is None for ``*``, else a
+    member name and its value as a list index, if it has one. Iterating waits with the GIL
+    released (and lets a signal through); a read error is raised as the ``OSError`` Python's own
+    read would raise, after every chunk read before it."""
+
+    def __new__(
+        cls,
+        source: Union[int, SupportsRead[bytes]],
+        segments: Sequence[Optional[tuple[str, Optional[int]]]],
+        chunk_bytes: int,
+        rules: Optional[Rules] = None,
+        threads: Optional[int] = None,
+    ) -> Self: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> JsonLines: ...
+
+@final
 class JsonLines:
-    """What ``scan_json_lines`` found in a chunk of JSON lines. Lines count from 0 at the chunk's
+    """What one chunk of a ``JsonLinesScan`` holds to report. Lines count from 0 at the chunk's
     first line; ``start``/``end`` are byte offsets of a line (with its newline) in the chunk."""
 
     @property
@@ -325,17 +351,12 @@ class JsonLines:
     def found(self) -> list[tuple[int, int, int, int, str, str, list[Finding]]]:
         """``(line, slot, start, end, path, text, findings)`` of each text with findings, in
         order; ``slot`` is the value's index among those the path reached in its line."""
-
-def scan_json_lines(
-    data: bytes,
-    segments: Sequence[Optional[tuple[str, Optional[int]]]],
-    rules: Optional[Rules] = None,
-    threads: Optional[int] = None,
-) -> JsonLines:
-    """Reads the JSON lines of ``data`` (whole lines; the last may lack its newline), finds the
-    values at the field path ``segments`` (None for ``*``, else a member name and its value as a
-    list index, if it has one) and scans every text, on all cores (or ``threads``) with the GIL
-    released. Used by ``loopbreak scan``."""
+    @property
+    def data(self) -> bytes:
+        """The chunk's bytes (a copy; the reader fills its buffer again once this is freed)."""
+    @property
+    def size(self) -> int:
+        """Bytes in the chunk."""
 
 @final
 class Detector:

@@ -8,7 +8,7 @@
 //! - `rules`: `Rules`; `findings`: `Finding` and `TokenFinding`;
 //! - `detectors`: `Detector`, `TokenDetector`, `TokenStreams`;
 //! - `batch`: `scan`, `scan_many`, `scan_utf8_texts`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`;
-//! - `json_lines`: `scan_json_lines`, the JSON-lines reader of `loopbreak scan`.
+//! - `json_lines`: `JsonLinesScan`, the JSON-lines reader of `loopbreak scan`.
 
 mod batch;
 mod detectors;
@@ -29,7 +29,8 @@ mod trim;
 /// - functions borrow `str` data, which is immutable, and copy token ids and buffers before
 ///   working on them;
 /// - what the core shares between threads is built for it: the default rules' sampling plan and
-///   the line-hash key (each a `OnceLock`), and `scan_many`'s thread pools (behind a `Mutex`).
+///   the line-hash key (each a `OnceLock`), and `scan_many`'s thread pools (behind a `Mutex`);
+/// - `JsonLinesScan` takes its chunks from its threads through a `Mutex`.
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     use pyo3::prelude::*;
@@ -42,7 +43,7 @@ mod _core {
     #[pymodule_export]
     use super::findings::{PyFinding, PyTokenFinding};
     #[pymodule_export]
-    use super::json_lines::{scan_json_lines, PyJsonLines};
+    use super::json_lines::{PyJsonLines, PyJsonLinesScan};
     #[pymodule_export]
     use super::rules::PyRules;
     #[pymodule_export]

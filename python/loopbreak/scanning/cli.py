@@ -2,18 +2,19 @@
 
 Each format has its own module in ``loopbreak.scanning``; this one parses the command line,
 sends each file to its reader, and prints the report. ``--ray`` sends Parquet files to a Ray
-cluster instead (``loopbreak.scanning.ray``)."""
+cluster instead (``loopbreak.scanning.ray``). A format's dependencies (sqlite3, pyarrow, ray and
+logging) are imported when a file of that format is scanned: most runs scan JSON lines or text,
+and ``loopbreak scan`` is started once per run, so its start-up is part of every scan."""
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from loopbreak.errors import ScanError
-from loopbreak.scanning import json_lines, sqlite_tables, text_files
+from loopbreak.scanning import json_lines, text_files
 from loopbreak.scanning.field_path import FieldPath
 from loopbreak.scanning.findings import NOTE_SUFFIX, RECORD_KEYS
 from loopbreak.scanning.progress import Progress
@@ -148,6 +149,8 @@ def _scan_file(
         elif source.format == "parquet":
             _parquet_files().scan(source, args.column, report, advance)
         else:
+            from loopbreak.scanning import sqlite_tables
+
             sqlite_tables.scan(source, args.table, args.column, report, advance)
         scanned = True
     except ScanError as error:
@@ -162,6 +165,8 @@ def _scan_file(
 def _scan_on_ray(address: str, sources: list[Source], column: str, report: Report) -> None:
     """Scans the Parquet files among ``sources`` on the cluster at ``address`` and reports the
     findings in the order a local scan would."""
+    import logging
+
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -6,8 +6,9 @@ number and counted, and the scan goes on. ``null`` scans as an empty text. In th
 a trimmed line is written anew, with the removals beside the text (``content_loopbreak`` beside
 ``content``, when the text sits in an object); every other line is copied byte for byte.
 
-Each chunk is read and scanned in Rust (``loopbreak._core.scan_json_lines``: only the values on
-the field path are parsed, on all cores, with the GIL released), and only what is reported
+The file is read and scanned in Rust (``loopbreak._core.JsonLinesScan``): one thread reads the
+next chunk of lines while the current one is parsed and scanned on all cores (only the values on
+the field path are parsed) and the one before it is reported here, so only what is reported
 becomes a Python object. The lines that reader leaves to Python (not JSON, or JSON it might read
 otherwise than Python's ``json`` module: ``NaN``, lone surrogates, invalid UTF-8 inside a text,
 a repeated member on the path) are read here with ``json``, so every line reads as ``json``
@@ -18,13 +19,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Optional
+from typing import IO, Any, Callable, Optional, Union
 
 from loopbreak._batch import scan_many
-from loopbreak._core import Finding, scan_json_lines
+from loopbreak._core import Finding, JsonLinesScan
 from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.field_path import FieldPath
@@ -32,8 +33,8 @@ from loopbreak.scanning.findings import BatchFindings, note, note_name, scanned_
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import STDIN, Source
 
-# A chunk is this many bytes of whole lines (more only for a longer line): enough texts to keep
-# every core busy, little enough memory for files of any size.
+# A chunk is the whole lines in this many bytes (or one longer line): enough texts to keep every
+# core busy, little enough memory for files of any size (a few chunks are in flight at once).
 CHUNK_BYTES = 4 << 20
 
 
@@ -74,8 +75,10 @@ def scan(
         )
         pending = stack.enter_context(cleaned_copy(source)) if source.dest is not None else None
         out = stack.enter_context(pending.path.open("wb")) if pending is not None else None
-        for chunk in _chunks(stream):
-            read = scan_json_lines(chunk, segments)
+        for read in JsonLinesScan(_descriptor(stream), segments, CHUNK_BYTES):
+            # The chunk's bytes cross to Python only for what is done with them here.
+            wants_bytes = bool(read.unread) or out is not None or first_document is None
+            chunk = read.data if wants_bytes else b""
             errors = [(line, f"{where} is {kind}, not text") for line, where, kind in read.not_text]
             found = [_Found(*row) for row in read.found]
             documents, rows, reached_here = _read_with_json(
@@ -104,7 +107,7 @@ def scan(
                 pending.wanted = pending.wanted or bool(found)
                 out.write(_trimmed_copy(chunk, found, batch, documents, field))
             line_number += read.lines
-            done_bytes += len(chunk)
+            done_bytes += read.size
             advance(done_bytes / source.size if source.size else 0.0)
         if first_document is not None and not reached:
             # Raised inside the `with`: a field that matches nothing leaves no copy behind.
@@ -124,23 +127,13 @@ def _list_index(segment: str) -> Optional[int]:
     return index if -(2**63) <= index < 2**63 else None
 
 
-def _chunks(stream: IO[bytes]) -> Iterator[bytes]:
-    """The stream in chunks of whole lines (the last may lack its newline)."""
-    parts: list[bytes] = []
-    while True:
-        data = stream.read(CHUNK_BYTES)
-        if not data:
-            break
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:  # a line longer than a chunk goes on
-            parts.append(data)
-            continue
-        parts.append(data[:cut])
-        yield b"".join(parts)
-        parts = [data[cut:]] if cut < len(data) else []
-    rest = b"".join(parts)
-    if rest:
-        yield rest
+def _descriptor(stream: IO[bytes]) -> Union[int, IO[bytes]]:
+    """The stream's file descriptor, which the Rust reader reads on its own thread; a stream
+    without one (in memory) is read through its ``read`` method."""
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError):  # io.UnsupportedOperation is an OSError
+        return stream
 
 
 def _read_with_json(

@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 
-from loopbreak.store import Database
-from loopbreak.streaming import persist
 from loopbreak.streaming.guard import guard
 
 DEFAULT_DB = "loopbreak-demo.db"
@@ -69,6 +67,11 @@ def replay(text: str, tokens_per_second: float) -> Iterator[str]:
 
 
 def run(db: str, fast: bool) -> int:
+    # Imported here: the `loopbreak` command registers this subcommand on every run (a scan
+    # too), and the store brings sqlite3.
+    from loopbreak.store import Database
+    from loopbreak.streaming import persist
+
     recording = load_recording()
     out = sys.stdout
     out.write(f"Replaying a real {recording.model} output as a live stream.\n")
