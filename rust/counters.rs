@@ -84,6 +84,7 @@ impl Held {
     }
 
     /// Copies the line out of the window if it starts before `leaving`.
+    #[inline(never)]
     fn keep<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
         if !self.copied() && self.start < leaving {
             let (older, newer) = window.slices(self.start, self.start + self.len);
@@ -127,11 +128,14 @@ impl Counters {
 
     /// Before units are appended to `window`: copies the lines a streak may still compare or
     /// report that would leave it (`leaving` is the first position still held after the append).
+    /// Inlined: a stream fed in small deltas comes here for every delta, and nearly always
+    /// neither line is leaving (one compare each).
+    #[inline(always)]
     pub fn before_append<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
-        if self.previous.len != NO_LINE && self.previous.fits(&self.rules) {
+        if self.previous.start < leaving && self.previous.len != NO_LINE && self.previous.fits(&self.rules) {
             self.previous.keep(window, leaving);
         }
-        if self.streak.is_some() {
+        if self.first.start < leaving && self.streak.is_some() {
             self.first.keep(window, leaving);
         }
     }

@@ -5,6 +5,7 @@ CSV, lists, years, fixtures) is not."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from pathlib import Path
 
@@ -87,6 +88,37 @@ def test_a_counter_loop_streamed_in_deltas_finds_what_scan_finds() -> None:
         assert first_held == (whole.rule, whole.period, whole.block, whole.start, whole.detected_at)
         # Streaming reports the lines seen when the rule first held: `N. test.py` is 10 units.
         assert f.end == f.detected_at and f.repeats == 146
+
+
+def test_counter_lines_apart_by_more_than_the_window_are_kept_to_compare() -> None:
+    # Blank lines (of random whitespace, which no rule takes) between the counter lines push each
+    # line out of the window (15,362 units) before the next arrives: the line before and the
+    # streak's first line are copied as they leave, so the streak is seen streamed as offline.
+    rng = random.Random(5)
+
+    def blank_lines() -> str:
+        return "".join(
+            "".join(rng.choice(" \t") for _ in range(rng.randrange(4))) + "\n" for _ in range(8000)
+        )
+
+    parts = [f"{n}. a file to read\n{blank_lines()}" for n in range(1, 90)]
+    assert min(len(part) for part in parts) > 16_000
+    text = "".join(parts)
+    [whole] = loopbreak.scan(text)
+    assert (whole.rule, whole.block, whole.start, whole.repeats) == (
+        "counter_lines",
+        "1. a file to read",
+        0,
+        89,
+    )
+    for size in (4, 4096, 50_000):
+        detector = loopbreak.Detector()
+        streamed = [
+            f for i in range(0, len(text), size) if (f := detector.feed(text[i : i + size]))
+        ]
+        assert [(f.block, f.start, f.detected_at) for f in streamed] == [
+            (whole.block, whole.start, whole.detected_at)
+        ], size
 
 
 def test_trim_keeps_the_first_counter_lines_and_says_what_it_removed() -> None:
