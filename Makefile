@@ -9,9 +9,13 @@ demo:
 	$(PIP) install -q .
 	loopbreak demo --fast
 
-# Builds the extension in place, with everything the tests need.
+# Builds the extension in place, with everything the tests need: the Python extras, and from
+# Debian's packages the real terminal (tmux) and browser (chromium) that the tests of
+# `loopbreak runs` and `loopbreak scan --html` look through.
 install:
 	$(PIP) install -q -e '.[test]'
+	command -v tmux >/dev/null && command -v chromium >/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq tmux chromium)
 
 # Everything: the style and type gates, the core, the Python suite, then a real model end to end.
 test: install lint test-rust test-python e2e

@@ -410,6 +410,10 @@ class Removal:
     @property
     def repeats(self) -> int:
         """Copies (or lines) removed; a cut-short last copy counts as one."""
+    @property
+    def marker(self) -> str:
+        """The note that stands for the removed units in ``Trimmed.text``, exactly as written
+        there (it starts with a newline, and ends with one when more text follows)."""
     def to_dict(self) -> dict[str, Any]: ...
 
 @final

@@ -32,6 +32,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 import weakref
 from collections.abc import Mapping
 from datetime import datetime, timezone
@@ -178,14 +179,7 @@ class Database:
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # An adopted database may hold a table of the caller's under one of these names: writing
         # loopbreak's rows into it would fail later, or worse, not fail.
-        for table, schema in TABLES.items():
-            have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-            missing = _columns(schema) - have
-            if missing:
-                raise StoreError(
-                    f"the database has a table {table!r} that is not loopbreak's "
-                    f"(it lacks {', '.join(sorted(missing))}): use another database file"
-                )
+        _check_tables(connection, "use another database file")
 
     def insert(self, table: str, row: Mapping[str, Any]) -> int:
         """Inserts ``row`` (column name -> value) into ``table`` and commits, together with the
@@ -235,6 +229,45 @@ class Database:
         traceback: Optional[TracebackType],
     ) -> None:
         self.close()
+
+
+def open_read_only(path: Union[str, os.PathLike[str]]) -> sqlite3.Connection:
+    """An existing loopbreak database, opened for reading only: nothing is created or changed in
+    it, so an operator looking at the file that agents write cannot disturb them. Raises
+    ``StoreError`` if there is no such file or it is not a loopbreak database this version reads."""
+    if not os.path.isfile(path):
+        raise StoreError(f"no database file {os.fspath(path)!r}")
+    uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro"
+    connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+    try:
+        (version,) = connection.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the database has schema version {version}, newer than this loopbreak's "
+                f"({SCHEMA_VERSION}): upgrade loopbreak to read it"
+            )
+        _check_tables(connection, "is it a loopbreak database?")
+    except sqlite3.DatabaseError as error:  # not SQLite at all
+        connection.close()
+        raise StoreError(f"cannot read {os.fspath(path)!r} as SQLite: {error}") from None
+    except StoreError:
+        connection.close()
+        raise
+    return connection
+
+
+def _check_tables(connection: sqlite3.Connection, advice: str) -> None:
+    """Raises ``StoreError`` if a table of ``TABLES`` is missing or lacks one of its columns."""
+    for table, schema in TABLES.items():
+        have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        missing = _columns(schema) - have
+        if not have:
+            raise StoreError(f"the database has no table {table!r}: {advice}")
+        if missing:
+            raise StoreError(
+                f"the database has a table {table!r} that is not loopbreak's "
+                f"(it lacks {', '.join(sorted(missing))}): {advice}"
+            )
 
 
 def _insert_statement(table: str, row: Mapping[str, Any]) -> _Statement:

@@ -13,6 +13,8 @@ use crate::{marker, Removal, DEFAULT_KEEP};
 #[pyclass(name = "Removal", module = "loopbreak", frozen)]
 pub struct PyRemoval {
     inner: Removal,
+    /// The note that replaced the removed units in the trimmed text, exactly as written there.
+    marker: String,
 }
 
 #[pymethods]
@@ -36,6 +38,10 @@ impl PyRemoval {
     #[getter]
     fn repeats(&self) -> u64 {
         self.inner.repeats
+    }
+    #[getter]
+    fn marker(&self) -> &str {
+        &self.marker
     }
 
     /// The removal as a dict of plain values (its finding as a dict), for JSON.
@@ -98,21 +104,29 @@ pub fn trim(
     let units = text_arg(text, "text")?;
     let run = || units.removals(&rules, keep);
     let removals = if units.len_bytes() > DETACH_ABOVE_BYTES { py.detach(run) } else { run() };
+    let len = text.len()?;
+    let removals = removals
+        .into_iter()
+        .map(|inner| {
+            let marker = marker(&inner, (inner.end as usize) < len);
+            PyRemoval { inner, marker }
+        })
+        .collect::<Vec<_>>();
     let trimmed = if removals.is_empty() { text.clone() } else { joined(text, &removals)? };
-    let removals = removals.into_iter().map(|inner| Py::new(py, PyRemoval { inner })).collect::<PyResult<Vec<_>>>()?;
+    let removals = removals.into_iter().map(|removal| Py::new(py, removal)).collect::<PyResult<Vec<_>>>()?;
     Ok(PyTrimmed { text: trimmed.cast_into::<PyString>()?.unbind(), removals })
 }
 
 /// The slices of `text` outside `removals`, each removal replaced by its marker.
-fn joined<'py>(text: &Bound<'py, PyAny>, removals: &[Removal]) -> PyResult<Bound<'py, PyAny>> {
+fn joined<'py>(text: &Bound<'py, PyAny>, removals: &[PyRemoval]) -> PyResult<Bound<'py, PyAny>> {
     let py = text.py();
     let len = text.len()?;
     let pieces = PyList::empty(py);
     let mut cursor = 0;
     for removal in removals {
-        let (start, end) = (removal.start as usize, removal.end as usize);
+        let (start, end) = (removal.inner.start as usize, removal.inner.end as usize);
         pieces.append(text.get_item(PySlice::new(py, cursor as isize, start as isize, 1))?)?;
-        pieces.append(marker(removal, end < len))?;
+        pieces.append(&removal.marker)?;
         cursor = end;
     }
     pieces.append(text.get_item(PySlice::new(py, cursor as isize, len as isize, 1))?)?;
