@@ -48,7 +48,18 @@ def test_a_pipe_gets_one_plain_line_per_run_newest_first(db: Path) -> None:
     done = loopbreak("runs", "--db", str(db))
     assert done.returncode == 0, done.stderr
     header, *lines = done.stdout.splitlines()
-    assert header.split() == "run ended (UTC) state reason steps tools cost next action".split()
+    assert header.split() == [
+        "run",
+        "ended",
+        "(UTC)",
+        "state",
+        "reason",
+        "steps",
+        "tools",
+        "cost",
+        "next",
+        "action",
+    ]
     assert [tuple(line.split()[i] for i in (0, 3, 4)) for line in lines] == RUNS
     stuck = next(line for line in lines if line.startswith("repeats "))
     # steps, tool calls, and the whole next action on the row

@@ -229,6 +229,22 @@ def only_removal(t: loopbreak.Trimmed) -> loopbreak.Removal:
     return t.removals[0]
 
 
+@pytest.mark.parametrize("tail", ["", " and then the end."])
+def test_each_removal_carries_the_marker_written_in_its_place(tail: str) -> None:
+    text = "Start. " + "loadTools." * 200 + "\nMiddle.\n" + "- the same line\n" * 60 + tail
+    t = trim(text)
+    assert len(t.removals) == 2
+    rebuilt, cursor = [], 0
+    for removal in t.removals:
+        rebuilt += [text[cursor : removal.start], removal.marker]
+        cursor = removal.end
+    assert "".join([*rebuilt, text[cursor:]]) == t.text
+    first, last = t.removals
+    assert first.marker.startswith("\n[loopbreak: removed ") and first.marker.endswith(")]\n")
+    # A newline after the marker only where text follows it.
+    assert last.marker.endswith(")]\n" if tail else ")]")
+
+
 @pytest.mark.parametrize("keep", [0, -1, -100])
 def test_trim_keep_below_one_is_a_value_error(keep: int) -> None:
     with pytest.raises(ValueError, match="keep"):

@@ -9,6 +9,7 @@ and ``loopbreak scan`` is started once per run, so its start-up is part of every
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from loopbreak.errors import ScanError
 from loopbreak.scanning import json_lines, text_files
 from loopbreak.scanning.field_path import FieldPath
 from loopbreak.scanning.findings import NOTE_SUFFIX, RECORD_KEYS
+from loopbreak.scanning.html_report import HtmlReport
 from loopbreak.scanning.progress import Progress
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import FORMATS, Source, find_sources
@@ -71,6 +73,13 @@ def register(commands: Any) -> None:
     parser.add_argument("--table", metavar="NAME", help="SQLite: the table")
     parser.add_argument("--json", action="store_true", help="one JSON object per finding on stdout")
     parser.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="also write the report as one self-contained web page: totals, loop sizes, and each"
+        " loop in its text",
+    )
+    parser.add_argument(
         "--trim", action="store_true", help="write cleaned copies (needs --out or --in-place)"
     )
     where = parser.add_mutually_exclusive_group()
@@ -97,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     sources = find_sources(args.paths, format=args.format, out=args.out, in_place=args.in_place)
     # Ray draws its own progress; here the bar counts the bytes of the files read.
     progress = Progress(sum(source.size for source in sources.files), enabled=not args.ray)
-    report = Report(progress, json_lines=args.json)
+    report = Report(progress, json_lines=args.json, html=HtmlReport() if args.html else None)
     report.skipped = sources.skipped
     for path, message in sources.problems:
         report.error(path, message)
@@ -114,6 +123,11 @@ def run(args: argparse.Namespace) -> int:
         summary.append(f"cleaned copies of {_files(report.files)} in {args.out}")
     elif args.trim:
         summary.append(f"trimmed {_files(report.files_with_findings)} in place")
+    if report.html is not None:
+        report.html.write(
+            args.html, report, shlex.join(["loopbreak", "scan", *map(str, args.paths)])
+        )
+        summary.append(f"report written to {args.html}")
     for line in summary:
         print(line, file=sys.stderr if args.json else sys.stdout)
     return report.exit_status()
@@ -132,6 +146,10 @@ def _misuse(args: argparse.Namespace) -> str:
         return f"--out {args.out} is a file, not a folder"
     if args.ray and args.trim:
         return "--ray scans only; trim on one machine"
+    if args.ray and args.html:
+        return "--html shows each loop in its text, which --ray does not bring back; scan on one machine"
+    if args.html is not None and not args.html.parent.is_dir():
+        return f"--html {args.html}: no folder {args.html.parent}"
     return ""
 
 

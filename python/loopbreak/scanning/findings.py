@@ -21,12 +21,13 @@ RECORD_KEYS = ("rule", "period", "block", "start", "repeats", "detected_at", "en
 @dataclass(frozen=True)
 class BatchFindings:
     """Every finding of a batch, in row order: ``rows[i]`` is the index of the text that
-    finding ``records[i]`` came from. ``trimmed`` holds the trimmed text of each row with
-    findings, keyed by row."""
+    finding ``records[i]`` came from. ``texts`` and ``trimmed`` hold the text of each row with
+    findings and that text trimmed, keyed by row."""
 
     rows: list[int]
     records: list[dict[str, Any]]
     trimmed: dict[int, Trimmed]
+    texts: dict[int, str]
 
 
 def record(finding: Finding, trim_units: int) -> dict[str, Any]:
@@ -64,7 +65,9 @@ def _with_trims(
     rows: list[int] = []
     records: list[dict[str, Any]] = []
     trimmed: dict[int, Trimmed] = {}
+    texts: dict[int, str] = {}
     for row, text, findings in found:
+        texts[row] = text
         trimmed[row] = trim(text, rules=rules)
         # Trimming skips a finding inside a region already removed: that finding removes 0.
         removed = {
@@ -76,7 +79,7 @@ def _with_trims(
             records.append(
                 record(finding, removed.get((finding.rule, finding.start, finding.detected_at), 0))
             )
-    return BatchFindings(rows, records, trimmed)
+    return BatchFindings(rows, records, trimmed, texts)
 
 
 def _text(texts: Texts, row: int) -> str:

@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 
 from loopbreak._core import RULE_NAMES
 from loopbreak.scanning.findings import BatchFindings
+from loopbreak.scanning.html_report import HtmlReport
 from loopbreak.scanning.progress import Progress
 
 # Errors printed per file; the rest are counted. A file of broken lines would bury the report.
@@ -28,9 +29,14 @@ class RuleCounts:
 
 
 class Report:
-    def __init__(self, progress: Progress, json_lines: bool) -> None:
+    """``html``, when given, also collects each finding with its text for the page."""
+
+    def __init__(
+        self, progress: Progress, json_lines: bool, html: Optional[HtmlReport] = None
+    ) -> None:
         self.progress = progress
         self.json_lines = json_lines
+        self.html = html
         self.files = 0
         self.rows = 0
         self.rows_with_findings = 0
@@ -50,7 +56,10 @@ class Report:
     def add(self, found: BatchFindings, locate: Callable[[int], Location]) -> None:
         """Adds the findings of a batch; ``locate(row)`` tells where the batch's row is."""
         for row, record in zip(found.rows, found.records):
-            self.finding(locate(row), record)
+            location = locate(row)
+            self.finding(location, record)
+            if self.html is not None:
+                self.html.add(location, record, found.texts[row], found.trimmed[row])
 
     def finding(self, location: Location, record: dict[str, Any]) -> None:
         if location != self._row:
