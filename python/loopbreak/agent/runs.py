@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
 
@@ -48,16 +48,8 @@ class RunSummary:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "ended_at": self.ended_at,
-            "state": self.state,
-            "reason": self.reason,
-            "steps": self.steps,
-            "tool_calls": self.tool_calls,
-            "cost": self.cost,
-            "next_action": self.next_action,
-        }
+        """The row as plain values, for JSON."""
+        return asdict(self)
 
 
 @dataclass(frozen=True)
