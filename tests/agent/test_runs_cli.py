@@ -137,6 +137,13 @@ def test_misuse_is_one_line_and_exit_2(db: Path, args: list[str], message: str) 
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_database_must_be_named() -> None:
+    for args in (["runs"], ["runs", "show", "repeats"]):
+        done = loopbreak(*args)
+        command = "loopbreak runs show" if "show" in args else "loopbreak runs"
+        assert (done.returncode, done.stderr) == (2, f"{command}: --db FILE is required\n")
+
+
 def test_a_missing_or_foreign_database_is_not_created_or_changed(tmp_path: Path) -> None:
     missing = tmp_path / "missing.db"
     done = loopbreak("runs", "--db", str(missing))
