@@ -18,7 +18,7 @@ from loopbreak.agent.policy import (
     RunPolicy,
     StepPlan,
 )
-from loopbreak.errors import LoopbreakError, RunStopped, StepNotStarted
+from loopbreak.errors import CheckAfterStop, LoopbreakError, StepNotStarted
 from support.fakes import FakeClock
 
 MAX = 50
@@ -133,7 +133,9 @@ def test_step_50_stops_with_max_steps_and_the_run_is_over() -> None:
     assert not plan.tools_enabled
     assert policy.stop == plan.decision
     assert policy.step == 49  # step 50 never started
-    with pytest.raises(RunStopped, match="already stopped at step 50 \\(max_steps\\)") as raised:
+    with pytest.raises(
+        CheckAfterStop, match="already stopped at step 50 \\(max_steps\\)"
+    ) as raised:
         policy.before_step(PROMPT)
     assert raised.value.stop == plan.decision
 
@@ -247,7 +249,7 @@ def test_fourth_identical_call_stops_with_loop_detected() -> None:
         "The run stopped because it kept repeating the same action (3 times in a row). "
         "Rephrase the request or start a new run with a narrower scope."
     )
-    with pytest.raises(RunStopped, match="loop_detected"):
+    with pytest.raises(CheckAfterStop, match="loop_detected"):
         policy.check_tool_call("read_file", {"path": "b.py"})
 
 
@@ -322,7 +324,7 @@ def test_a_window_of_steps_without_new_signals_stops_with_no_progress() -> None:
     assert stop.message is not None
     assert stop.message.startswith("The run stopped after 4 steps without progress.")
     assert all(decision.message is None for decision in decisions[:-1])  # only stops have one
-    with pytest.raises(RunStopped, match="no_progress"):
+    with pytest.raises(CheckAfterStop, match="no_progress"):
         policy.after_step(["a new fact, too late"])
 
 
@@ -385,7 +387,7 @@ def test_calls_outside_a_step_are_errors() -> None:
         policy.check_tool_call("t")
 
 
-@pytest.mark.parametrize(("error", "stop_first"), [(RunStopped, True), (StepNotStarted, False)])
+@pytest.mark.parametrize(("error", "stop_first"), [(CheckAfterStop, True), (StepNotStarted, False)])
 def test_misuse_errors_are_package_errors_and_runtime_errors(
     error: type[LoopbreakError], stop_first: bool
 ) -> None:

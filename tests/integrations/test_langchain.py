@@ -31,6 +31,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 
 from loopbreak import scan
+from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.budget import Budgets
 from loopbreak.agent.decision import Decision, DecisionKind, Reason
 from loopbreak.agent.policy import (
@@ -39,6 +40,7 @@ from loopbreak.agent.policy import (
     PolicyConfig,
 )
 from loopbreak.agent.receipt import EvidenceKind, Receipt, ReceiptState, save_receipt
+from loopbreak.integrations._governance import AgentRun
 from loopbreak.integrations.langchain import LoopbreakMiddleware
 from loopbreak.store import Database
 
@@ -130,7 +132,7 @@ def governed(**kwargs: Any) -> tuple[LoopbreakMiddleware, list[Receipt], Decisio
     decisions = Decisions()
     config = kwargs.pop("config", PolicyConfig())
     middleware = LoopbreakMiddleware(
-        config, on_receipt=receipts.append, audit_sinks=[decisions], **kwargs
+        config, on_receipt=receipts.append, audit=AuditLog([decisions]), **kwargs
     )
     return middleware, receipts, decisions
 
@@ -358,8 +360,9 @@ def test_a_natural_finish_is_complete_only_if_the_verifier_says_so(
     depths = Depths()
     seen: list[int] = []
 
-    def verifier(agent_state: Any) -> bool:
-        seen.append(len(agent_state["messages"]))
+    def verifier(run: AgentRun) -> bool:
+        seen.append(len(run.state["messages"]))
+        assert run.messages == run.state["messages"]
         return verified
 
     answers: list[AIMessage | str] = [
