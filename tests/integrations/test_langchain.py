@@ -25,7 +25,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, ToolException, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
@@ -226,6 +226,30 @@ def test_steps_whose_tool_results_bring_nothing_new_stop_with_no_progress() -> N
     stop = decisions.events[-1]
     assert (stop.reason, stop.step, stop.value) == (Reason.NO_PROGRESS, 4, 4)
     assert result["messages"][-1].content == stop.message
+    [receipt] = receipts
+    assert receipt.state is ReceiptState.STUCK and receipt.reason == "no_progress"
+
+
+def test_a_tool_that_keeps_failing_makes_no_progress_however_each_error_is_worded() -> None:
+    failures: list[int] = []
+
+    @tool
+    def search(query: str) -> str:
+        """Searches the runbook."""
+        failures.append(len(failures))
+        raise ToolException(f"backend timeout (request {len(failures)})")
+
+    search.handle_tool_error = True  # LangChain answers the model with the error
+    answers: list[AIMessage | str] = [
+        call("search", {"query": f"timeout cause {n}"}, f"c{n}") for n in range(8)
+    ]
+    middleware, receipts, decisions = governed(config=PolicyConfig(no_progress_window=3))
+    result = ask(agent_with(answers, middleware, [search]))
+    errors = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in errors] == ["error"] * 3 and len(failures) == 3
+    assert len({m.content for m in errors}) == 3  # three wordings, one failure
+    stop = decisions.events[-1]
+    assert (stop.reason, stop.step, stop.value) == (Reason.NO_PROGRESS, 2, 3)
     [receipt] = receipts
     assert receipt.state is ReceiptState.STUCK and receipt.reason == "no_progress"
 

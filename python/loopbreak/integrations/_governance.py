@@ -193,9 +193,12 @@ class AgentRun:
             return self.policy.stop
         return self.policy.check_tool_call(tool, arguments)
 
-    def record_tool_result(self, tool: str, result: object) -> None:
-        """A tool result of the current step, as a progress signal (one counts once per run)."""
-        self._progress.append(f"{tool}: {result}")
+    def record_tool_result(self, tool: str, result: object, *, failed: bool = False) -> None:
+        """A tool result of the current step, as a progress signal (one counts once per run).
+        An error the tool answered with (``failed``) is no progress: a tool that keeps failing
+        leaves its steps without progress, however each error is worded."""
+        if not failed:
+            self._progress.append(f"{tool}: {result}")
 
     def record_usage(self, model: str, input_tokens: int, output_tokens: int) -> None:
         """One model call and its token usage."""

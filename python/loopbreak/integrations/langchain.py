@@ -372,7 +372,8 @@ def _model_answered(run: AgentRun, message: Optional[AIMessage], model: BaseChat
 def _tool_ran(request: ToolCallRequest, result: ToolResult) -> ToolResult:
     run = _run_of(request.state)
     if run is not None and isinstance(result, ToolMessage):
-        run.record_tool_result(request.tool_call["name"], result.content)
+        failed = result.status == "error"  # the tool node's answer for a tool's error
+        run.record_tool_result(request.tool_call["name"], result.content, failed=failed)
     return result
 
 
