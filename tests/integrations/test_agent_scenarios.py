@@ -19,7 +19,7 @@ import pytest
 from loopbreak.agent import DecisionKind, PolicyConfig, Reason, ReceiptState
 from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.policy import REFUSAL_MESSAGE
-from loopbreak.integrations._governance import AgentRun
+from loopbreak.integrations._governance import AgentRun, AgentVerifier
 from support.recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
@@ -54,16 +54,31 @@ class Outcome:
     answer: str  # the last answer in the history the framework keeps
 
 
-Driver = Callable[[Sequence[Step], PolicyConfig, Optional[bool], bool, Adder], Outcome]
+STOP = "the stop message"
+TRIMMED = "the trimmed answer"
 
 
-def sdk(
-    script: Sequence[Step],
-    config: PolicyConfig,
-    verified: Optional[bool],
-    streamed: bool,
-    adder: Adder,
-) -> Outcome:
+@dataclass(frozen=True)
+class Scenario:
+    script: Sequence[Step]
+    state: ReceiptState
+    reason: str
+    ran: int  # tool runs
+    answer: str  # STOP, TRIMMED or the text itself
+    config: PolicyConfig = PolicyConfig()
+    verified: Optional[bool] = None
+    streamed: bool = False
+    kill_at: Optional[int] = None
+
+    def verifier(self) -> Optional[AgentVerifier]:
+        verified = self.verified
+        return None if verified is None else (lambda run: verified)
+
+
+Driver = Callable[[Scenario, Adder], Outcome]
+
+
+def sdk(scenario: Scenario, adder: Adder) -> Outcome:
     from agents import Agent, RunConfig, function_tool
     from agents.testing import ScriptedModel, assistant_message, function_call
 
@@ -73,15 +88,14 @@ def sdk(
         [function_call("add", step, call_id=f"call-{index}")]
         if isinstance(step, dict)
         else [assistant_message(step)]
-        for index, step in enumerate(script)
+        for index, step in enumerate(scenario.script)
     ]
     agent = Agent(name="adder", model=ScriptedModel(steps), tools=[function_tool(adder.tool())])
-    verifier = None if verified is None else (lambda run: verified)
-    runner = LoopbreakRunner(config, verifier=verifier)
+    runner = LoopbreakRunner(scenario.config, verifier=scenario.verifier())
     offline = RunConfig(tracing_disabled=True)
 
     async def run() -> None:
-        if streamed:
+        if scenario.streamed:
             async for _ in runner.run_streamed(agent, PROMPT, run_config=offline).stream_events():
                 pass
         else:
@@ -95,13 +109,7 @@ def sdk(
     return Outcome(governed, content if isinstance(content, str) else content[0]["text"])
 
 
-def pydantic_ai(
-    script: Sequence[Step],
-    config: PolicyConfig,
-    verified: Optional[bool],
-    streamed: bool,
-    adder: Adder,
-) -> Outcome:
+def pydantic_ai(scenario: Scenario, adder: Adder) -> Outcome:
     from pydantic_ai import Agent, ModelResponse, TextPart
     from pydantic_ai.messages import ModelMessage
     from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
@@ -113,7 +121,7 @@ def pydantic_ai(
     async def answer(
         messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[Union[str, DeltaToolCalls]]:
-        step = script[len(requests)]
+        step = scenario.script[len(requests)]
         requests.append(len(requests))
         if isinstance(step, dict):
             yield {0: DeltaToolCall(name="add", json_args=json.dumps(step))}
@@ -121,13 +129,12 @@ def pydantic_ai(
         for start in range(0, len(step), 8):
             yield step[start : start + 8]
 
-    verifier = None if verified is None else (lambda run: verified)
-    capability = LoopbreakCapability(config, verifier=verifier)
+    capability = LoopbreakCapability(scenario.config, verifier=scenario.verifier())
     agent = Agent(FunctionModel(stream_function=answer), capabilities=[capability])
     agent.tool_plain(adder.tool())
 
     async def run() -> None:
-        if streamed:
+        if scenario.streamed:
             async with agent.run_stream_events(PROMPT) as events:
                 async for _ in events:
                     pass
@@ -142,13 +149,7 @@ def pydantic_ai(
     return Outcome(governed, "".join(texts))
 
 
-def langchain(
-    script: Sequence[Step],
-    config: PolicyConfig,
-    verified: Optional[bool],
-    streamed: bool,
-    adder: Adder,
-) -> Outcome:
+def langchain(scenario: Scenario, adder: Adder) -> Outcome:
     from langchain.agents import create_agent
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
@@ -165,16 +166,15 @@ def langchain(
         AIMessage(content="", tool_calls=[{"name": "add", "args": step, "id": f"call-{index}"}])
         if isinstance(step, dict)
         else AIMessage(content=step)
-        for index, step in enumerate(script)
+        for index, step in enumerate(scenario.script)
     ]
     tool = StructuredTool.from_function(adder.tool())
-    verifier = None if verified is None else (lambda run: verified)
-    middleware = LoopbreakMiddleware(config, verifier=verifier)
+    middleware = LoopbreakMiddleware(scenario.config, verifier=scenario.verifier())
     agent = create_agent(
         ScriptedModel(messages=iter(messages)), tools=[tool], middleware=[middleware]
     )
     question: Any = {"messages": [("user", PROMPT)]}
-    if streamed:
+    if scenario.streamed:
         for _ in agent.stream(question, stream_mode="messages"):
             pass
     else:
@@ -193,21 +193,6 @@ DRIVERS: dict[str, Driver] = {
 
 SAME = {"a": 1, "b": 2}
 COUNTING = [{"a": n, "b": 1} for n in range(10)]
-STOP = "the stop message"
-TRIMMED = "the trimmed answer"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    script: Sequence[Step]
-    state: ReceiptState
-    reason: str
-    ran: int  # tool runs
-    answer: str  # STOP, TRIMMED or the text itself
-    config: PolicyConfig = PolicyConfig()
-    verified: Optional[bool] = None
-    streamed: bool = False
-    kill_at: Optional[int] = None
 
 
 SCENARIOS = {
@@ -264,9 +249,7 @@ def test_every_framework_ends_each_scenario_in_the_same_receipt(
     switch = tmp_path / "stop-every-run"
     monkeypatch.setenv(KILL_SWITCH_ENV, str(switch))
     adder = Adder(switch, kill_at=scenario.kill_at)
-    outcome = DRIVERS[framework](
-        scenario.script, scenario.config, scenario.verified, scenario.streamed, adder
-    )
+    outcome = DRIVERS[framework](scenario, adder)
 
     run = outcome.run
     assert run.receipt is not None
@@ -292,7 +275,8 @@ def test_every_framework_ends_each_scenario_in_the_same_receipt(
 def test_a_refused_call_is_answered_with_the_refusal_and_not_run(tmp_path: Path) -> None:
     pytest.importorskip("agents")
     adder = Adder(tmp_path / "switch")
-    outcome = sdk([SAME] * 4 + ["3"], PolicyConfig(recovery_turn=True), None, False, adder)
+    scenario = SCENARIOS["recovery turn, the model recovers"]
+    outcome = sdk(scenario, adder)
     outputs = [
         item["output"]
         for item in outcome.run.messages

@@ -48,18 +48,14 @@ from typing import Any, Callable, Optional, Union
 
 from agents import (
     Agent,
-    AgentOutputSchemaBase,
     AgentsException,
     FunctionTool,
     FunctionToolResult,
-    Handoff,
     ItemHelpers,
     Model,
     ModelProvider,
     ModelRetryAdvice,
     ModelRetryAdviceRequest,
-    ModelSettings,
-    ModelTracing,
     RawResponsesStreamEvent,
     RunConfig,
     RunHooks,
@@ -86,7 +82,6 @@ from openai.types.responses import (
     ResponseOutputItem,
     ResponseOutputMessage,
     ResponseOutputText,
-    ResponsePromptParam,
     ResponseReasoningItem,
     ResponseReasoningSummaryTextDeltaEvent,
     ResponseReasoningTextDeltaEvent,
@@ -485,61 +480,14 @@ class _CheckedModel(Model):
         self.inner = inner
         self._answered = answered
 
-    async def get_response(
-        self,
-        system_instructions: Optional[str],
-        input: Union[str, list[TResponseInputItem]],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: Optional[AgentOutputSchemaBase],
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: Optional[str],
-        conversation_id: Optional[str],
-        prompt: Optional[ResponsePromptParam],
-    ) -> ModelResponse:
-        response = await self.inner.get_response(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            tracing,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            prompt=prompt,
-        )
+    # The interface's arguments, passed on unchanged (``Model.get_response`` names them).
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        response = await self.inner.get_response(*args, **kwargs)
         self._answered(response)
         return response
 
-    def stream_response(
-        self,
-        system_instructions: Optional[str],
-        input: Union[str, list[TResponseInputItem]],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: Optional[AgentOutputSchemaBase],
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: Optional[str],
-        conversation_id: Optional[str],
-        prompt: Optional[ResponsePromptParam],
-    ) -> AsyncIterator[TResponseStreamEvent]:
-        return self.inner.stream_response(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            tracing,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            prompt=prompt,
-        )
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        return self.inner.stream_response(*args, **kwargs)
 
     def get_retry_advice(self, request: ModelRetryAdviceRequest) -> Optional[ModelRetryAdvice]:
         return self.inner.get_retry_advice(request)
