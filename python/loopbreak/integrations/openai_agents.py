@@ -416,8 +416,7 @@ class _Run:
 
     def _on_max_turns(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
         # The SDK's turn cap is the policy's step cap: the policy records the stop it makes.
-        if self.governed.stop is None:
-            self.governed.begin_step()
+        self.governed.begin_step()
         return RunErrorHandlerResult(final_output=self.governed.user_message())
 
     def record_usage(self, agent: Agent[Any], response: ModelResponse) -> None:
