@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: demo install test lint lint-python lint-rust typecheck stubs test-rust test-python bench e2e fuzz fuzz-corpus
+.PHONY: demo install test lint lint-python lint-imports lint-rust typecheck stubs test-rust test-python bench e2e fuzz fuzz-corpus
 
 # Quick start: install from source, then replay a real loop through the stream guard.
 demo:
@@ -22,11 +22,15 @@ test: install lint test-rust test-python e2e
 
 # The gates, each runnable alone: style (ruff, rustfmt, clippy), types (mypy --strict) and the
 # hand-written stubs against the built module (stubtest).
-lint: lint-python lint-rust typecheck stubs
+lint: lint-python lint-rust typecheck stubs lint-imports
 
 lint-python:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+
+# The layering contracts of [tool.importlinter] in pyproject.toml.
+lint-imports:
+	$(PYTHON) -c "from importlinter.cli import lint_imports_command; lint_imports_command()" --no-cache
 
 lint-rust:
 	cargo fmt --all --check

@@ -32,7 +32,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from loopbreak.agent.audit import JsonLinesSink
+from loopbreak.agent.audit import AuditLog, JsonLinesSink
 from loopbreak.agent.receipt import save_receipt
 from loopbreak.integrations.langchain import LoopbreakMiddleware
 from loopbreak.store import Database
@@ -96,9 +96,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     db = Database(db_path)
     audit = JsonLinesSink(out / "audit.jsonl")
     middleware = LoopbreakMiddleware(
-        verifier=lambda state: report.exists() and "billing" in report.read_text("utf-8"),
+        verifier=lambda run: report.exists() and "billing" in report.read_text("utf-8"),
         on_receipt=lambda receipt: save_receipt(db, receipt),
-        audit_sinks=[audit],
+        audit=AuditLog([audit]),
     )
     agent = create_agent(
         ScriptedModel(messages=iter(SCRIPT)),

@@ -81,7 +81,9 @@ async def main_async() -> int:
         return f"wrote {path}"
 
     # The verifier checks the destination, never the answer's text.
-    runner = LoopbreakRunner(PolicyConfig(max_steps=6), verifier=lambda: "answer.txt" in workspace)
+    runner = LoopbreakRunner(
+        PolicyConfig(max_steps=6), verifier=lambda run: "answer.txt" in workspace
+    )
     for name, model in RUNS.items():
         workspace.clear()
         agent = Agent(name="house", model=model, tools=[read_file, write_file])

@@ -64,7 +64,7 @@ def main() -> int:
     workspace: dict[str, str] = {}
     # The verifier checks the destination, never the answer's text.
     governor = LoopbreakCapability(
-        PolicyConfig(max_steps=6), verifier=lambda: "answer.txt" in workspace
+        PolicyConfig(max_steps=6), verifier=lambda run: "answer.txt" in workspace
     )
     for name, turns in RUNS.items():
         workspace.clear()

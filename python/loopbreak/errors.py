@@ -5,7 +5,7 @@
     LoopbreakError                      base of them all
     ├── DegenerationDetected            a stream guard stopped a stream that started looping
     ├── PolicyMisuse (RuntimeError)     a RunPolicy was asked to check a step it cannot
-    │   ├── RunStopped                  ... after it stopped the run
+    │   ├── CheckAfterStop              ... after it stopped the run
     │   └── StepNotStarted              ... before ``before_step``, or after ``after_step``
     ├── RunNotFound (LookupError)       a stored run that is not there
     ├── StoreError                      a database loopbreak cannot use
@@ -80,7 +80,7 @@ class PolicyMisuse(LoopbreakError, RuntimeError):
     """A ``RunPolicy`` check was called when the run cannot take it: a bug in the calling loop."""
 
 
-class RunStopped(PolicyMisuse):
+class CheckAfterStop(PolicyMisuse):
     """A ``RunPolicy`` check was called after the policy stopped the run: a stopped run is over,
     and a new run needs a new ``RunPolicy``. ``stop`` is the decision that ended it."""
 

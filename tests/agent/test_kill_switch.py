@@ -18,7 +18,7 @@ from loopbreak.agent.decision import Check, DecisionKind, Reason
 from loopbreak.agent.kill_switch import KILL_SWITCH_ENV, KillSwitch
 from loopbreak.agent.policy import LOCKDOWN_ENV, PolicyConfig, RunPolicy
 from loopbreak.agent.receipt import ReceiptState, RunEvidence, save_receipt
-from loopbreak.errors import RunStopped
+from loopbreak.errors import CheckAfterStop
 from loopbreak.store import Database
 
 PYTHON_PATH = str(Path(__file__).resolve().parents[2] / "python")
@@ -68,7 +68,7 @@ def test_a_switch_flipped_by_another_process_stops_the_run_at_its_next_check(
     )
     assert stop.step == 1 and policy.step == 0  # step 1 never started
     assert stop.message == KILL_MESSAGE
-    with pytest.raises(RunStopped, match="kill_switch"):
+    with pytest.raises(CheckAfterStop, match="kill_switch"):
         policy.before_step("prompt")
     audit.close()
 

@@ -14,11 +14,12 @@ from loopbreak.agent.policy import (
     FINAL_STEP_NUDGE,
     LOCKDOWN_ENV,
     LOCKDOWN_INSTRUCTION,
+    REFUSAL_MESSAGE,
     PolicyConfig,
     RunPolicy,
     StepPlan,
 )
-from loopbreak.errors import LoopbreakError, RunStopped, StepNotStarted
+from loopbreak.errors import CheckAfterStop, LoopbreakError, StepNotStarted
 from support.fakes import FakeClock
 
 MAX = 50
@@ -133,7 +134,9 @@ def test_step_50_stops_with_max_steps_and_the_run_is_over() -> None:
     assert not plan.tools_enabled
     assert policy.stop == plan.decision
     assert policy.step == 49  # step 50 never started
-    with pytest.raises(RunStopped, match="already stopped at step 50 \\(max_steps\\)") as raised:
+    with pytest.raises(
+        CheckAfterStop, match="already stopped at step 50 \\(max_steps\\)"
+    ) as raised:
         policy.before_step(PROMPT)
     assert raised.value.stop == plan.decision
 
@@ -247,7 +250,7 @@ def test_fourth_identical_call_stops_with_loop_detected() -> None:
         "The run stopped because it kept repeating the same action (3 times in a row). "
         "Rephrase the request or start a new run with a narrower scope."
     )
-    with pytest.raises(RunStopped, match="loop_detected"):
+    with pytest.raises(CheckAfterStop, match="loop_detected"):
         policy.check_tool_call("read_file", {"path": "b.py"})
 
 
@@ -283,6 +286,86 @@ def test_a_broken_cycle_starts_counting_again() -> None:
     for name in ["A", "B", "A", "B", "C", "A", "B", "A", "B"]:
         assert call_in_new_step(policy, name).kind is DecisionKind.ALLOW
     assert call_in_new_step(policy, "A").value == 2
+
+
+# A recovery turn before the repeat stop (off by default: the 4th identical call stops).
+
+
+def test_with_a_recovery_turn_the_first_repeat_over_the_limit_is_refused_and_the_next_stops() -> (
+    None
+):
+    policy = new_policy(recovery_turn=True)
+    for _ in range(3):
+        assert call_in_new_step(policy, "read_file", {"path": "a"}).kind is DecisionKind.ALLOW
+    refused = call_in_new_step(policy, "read_file", {"path": "a"})
+    assert refused.refused and not refused.stopped and policy.stop is None
+    assert (refused.reason, refused.value, refused.limit) == (Reason.LOOP_DETECTED, 3, 3)
+    assert refused.message == REFUSAL_MESSAGE.format(value=3) and "\n" not in refused.message
+    assert policy.usage().tool_calls == 3  # the refused call did not run
+    stop = call_in_new_step(policy, "read_file", {"path": "a"})
+    assert stop.stopped and stop.reason is Reason.LOOP_DETECTED and stop.value == 3
+    kinds = [event.kind for event in policy.audit.events if event.check is Check.REPEATED_ACTION]
+    assert kinds == [DecisionKind.ALLOW] * 3 + [DecisionKind.REFUSE, DecisionKind.STOP]
+
+
+def test_a_model_that_takes_its_recovery_turn_goes_on_and_a_later_loop_stops_at_once() -> None:
+    policy = new_policy(recovery_turn=True)
+    for path in ["a", "a", "a", "a", "b", "b", "b"]:
+        decision = call_in_new_step(policy, "read_file", {"path": path})
+        assert not decision.stopped
+    assert call_in_new_step(policy, "read_file", {"path": "b"}).stopped  # one recovery per run
+
+
+def test_without_a_recovery_turn_the_fourth_identical_call_stops() -> None:
+    policy = new_policy()
+    assert not policy.config.recovery_turn
+    for _ in range(3):
+        call_in_new_step(policy, "read_file", {"path": "a"})
+    assert call_in_new_step(policy, "read_file", {"path": "a"}).stopped
+
+
+# Volatile arguments: left out of the repeat key.
+
+
+def test_calls_that_differ_only_in_volatile_arguments_are_repeats() -> None:
+    policy = new_policy(volatile_arguments={"note", "request_id"})
+    for index in range(3):
+        arguments = {"path": "a", "note": f"attempt {index}", "request_id": index}
+        assert call_in_new_step(policy, "read_file", arguments).kind is DecisionKind.ALLOW
+    stop = call_in_new_step(policy, "read_file", {"path": "a", "note": "surely now"})
+    assert stop.reason is Reason.LOOP_DETECTED and stop.action_key == 'read_file({"path":"a"})'
+    # Without the setting the notes make every call different.
+    plain = new_policy()
+    for index in range(4):
+        arguments = {"path": "a", "note": f"attempt {index}"}
+        assert not call_in_new_step(plain, "read_file", arguments).stopped
+
+
+def test_an_alternation_that_differs_only_in_volatile_arguments_stays_a_cycle() -> None:
+    policy = new_policy(volatile_arguments=["at"])
+    for index in range(3):
+        assert not call_in_new_step(policy, "read", {"path": "a", "at": index}).stopped
+        assert not call_in_new_step(policy, "write", {"path": "a", "at": index}).stopped
+    assert call_in_new_step(policy, "read", {"path": "a", "at": 9}).reason is Reason.LOOP_DETECTED
+
+
+def test_volatile_argument_names_are_left_out_at_any_depth() -> None:
+    ignore = frozenset({"ts"})
+    nested = {"q": {"text": "x", "ts": 1}, "items": [{"ts": 2, "id": 1}]}
+    assert action_key("t", nested, ignore=ignore) == 't({"items":[{"id":1}],"q":{"text":"x"}})'
+
+
+@pytest.mark.parametrize(
+    ("value", "error"), [("note", TypeError), (["note", ""], ValueError), ([3], TypeError)]
+)
+def test_volatile_arguments_must_be_names(value: Any, error: type[Exception]) -> None:
+    with pytest.raises(error, match="volatile_arguments"):
+        PolicyConfig(volatile_arguments=value)
+
+
+def test_recovery_turn_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="recovery_turn"):
+        PolicyConfig(recovery_turn=1)  # type: ignore[arg-type]
 
 
 def test_same_tool_with_different_arguments_never_stops() -> None:
@@ -322,7 +405,7 @@ def test_a_window_of_steps_without_new_signals_stops_with_no_progress() -> None:
     assert stop.message is not None
     assert stop.message.startswith("The run stopped after 4 steps without progress.")
     assert all(decision.message is None for decision in decisions[:-1])  # only stops have one
-    with pytest.raises(RunStopped, match="no_progress"):
+    with pytest.raises(CheckAfterStop, match="no_progress"):
         policy.after_step(["a new fact, too late"])
 
 
@@ -385,7 +468,7 @@ def test_calls_outside_a_step_are_errors() -> None:
         policy.check_tool_call("t")
 
 
-@pytest.mark.parametrize(("error", "stop_first"), [(RunStopped, True), (StepNotStarted, False)])
+@pytest.mark.parametrize(("error", "stop_first"), [(CheckAfterStop, True), (StepNotStarted, False)])
 def test_misuse_errors_are_package_errors_and_runtime_errors(
     error: type[LoopbreakError], stop_first: bool
 ) -> None:

@@ -25,12 +25,13 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, ToolException, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, interrupt
 
 from loopbreak import scan
+from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.budget import Budgets
 from loopbreak.agent.decision import Decision, DecisionKind, Reason
 from loopbreak.agent.policy import (
@@ -39,6 +40,7 @@ from loopbreak.agent.policy import (
     PolicyConfig,
 )
 from loopbreak.agent.receipt import EvidenceKind, Receipt, ReceiptState, save_receipt
+from loopbreak.integrations._governance import AgentRun
 from loopbreak.integrations.langchain import LoopbreakMiddleware
 from loopbreak.store import Database
 
@@ -130,7 +132,7 @@ def governed(**kwargs: Any) -> tuple[LoopbreakMiddleware, list[Receipt], Decisio
     decisions = Decisions()
     config = kwargs.pop("config", PolicyConfig())
     middleware = LoopbreakMiddleware(
-        config, on_receipt=receipts.append, audit_sinks=[decisions], **kwargs
+        config, on_receipt=receipts.append, audit=AuditLog([decisions]), **kwargs
     )
     return middleware, receipts, decisions
 
@@ -224,6 +226,30 @@ def test_steps_whose_tool_results_bring_nothing_new_stop_with_no_progress() -> N
     stop = decisions.events[-1]
     assert (stop.reason, stop.step, stop.value) == (Reason.NO_PROGRESS, 4, 4)
     assert result["messages"][-1].content == stop.message
+    [receipt] = receipts
+    assert receipt.state is ReceiptState.STUCK and receipt.reason == "no_progress"
+
+
+def test_a_tool_that_keeps_failing_makes_no_progress_however_each_error_is_worded() -> None:
+    failures: list[int] = []
+
+    @tool
+    def search(query: str) -> str:
+        """Searches the runbook."""
+        failures.append(len(failures))
+        raise ToolException(f"backend timeout (request {len(failures)})")
+
+    search.handle_tool_error = True  # LangChain answers the model with the error
+    answers: list[AIMessage | str] = [
+        call("search", {"query": f"timeout cause {n}"}, f"c{n}") for n in range(8)
+    ]
+    middleware, receipts, decisions = governed(config=PolicyConfig(no_progress_window=3))
+    result = ask(agent_with(answers, middleware, [search]))
+    errors = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert [m.status for m in errors] == ["error"] * 3 and len(failures) == 3
+    assert len({m.content for m in errors}) == 3  # three wordings, one failure
+    stop = decisions.events[-1]
+    assert (stop.reason, stop.step, stop.value) == (Reason.NO_PROGRESS, 2, 3)
     [receipt] = receipts
     assert receipt.state is ReceiptState.STUCK and receipt.reason == "no_progress"
 
@@ -358,8 +384,9 @@ def test_a_natural_finish_is_complete_only_if_the_verifier_says_so(
     depths = Depths()
     seen: list[int] = []
 
-    def verifier(agent_state: Any) -> bool:
-        seen.append(len(agent_state["messages"]))
+    def verifier(run: AgentRun) -> bool:
+        seen.append(len(run.state["messages"]))
+        assert run.messages == run.state["messages"]
         return verified
 
     answers: list[AIMessage | str] = [

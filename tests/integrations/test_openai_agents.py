@@ -17,7 +17,6 @@ from agents import (
     Agent,
     FunctionTool,
     RunConfig,
-    ToolInputGuardrailTripwireTriggered,
     UserError,
     function_tool,
 )
@@ -48,8 +47,9 @@ from loopbreak.agent import (
     Receipt,
     ReceiptState,
 )
+from loopbreak.agent.kill_switch import KillSwitch
 from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, LOCKDOWN_INSTRUCTION
-from loopbreak.integrations.openai_agents import LoopbreakRunner, RunStopped
+from loopbreak.integrations.openai_agents import AgentRunStopped, LoopbreakRunner
 from support.recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
@@ -92,22 +92,25 @@ def test_the_fourth_identical_call_is_stopped_before_it_runs() -> None:
     ran: list[tuple[int, float]] = []
     agent = Agent(name="adder", instructions="Add.", model=model, tools=[adder(ran)])
     runner = LoopbreakRunner()
-    with pytest.raises(ToolInputGuardrailTripwireTriggered) as raised:
-        asyncio.run(runner.run(agent, "add 1 and 5", run_config=OFFLINE))
+    result = asyncio.run(runner.run(agent, "add 1 and 5", run_config=OFFLINE))
 
     assert ran == [(1, 5.0)] * 3 and len(model.calls) == 4
-    assert raised.value.guardrail.get_name() == "loopbreak"
     run = runner.last_run
     assert run is not None and run.stop is not None and run.receipt is not None
     assert run.stop.reason is Reason.LOOP_DETECTED and run.stop.step == 3
     assert run.stop.action_key == 'add({"a":1,"b":5})'
     assert run.receipt.state is ReceiptState.STUCK
     assert run.receipt.reason == Reason.LOOP_DETECTED.value
-    # The run's items are kept: the prompt, three calls and their results.
+    # The stop ends the run the SDK's way: its message is the final output.
+    assert result.final_output == run.user_message() == run.stop.message
+    # The run's items are kept: the prompt, four calls and their results, the last one the
+    # stop message instead of the tool's.
     assert [item.get("type") for item in run.messages][1:] == [
         "function_call",
         "function_call_output",
-    ] * 3
+    ] * 4 + [None]
+    assert run.messages[-2]["output"] == run.stop.message
+    assert run.messages[-1] == {"role": "assistant", "content": run.stop.message}
     tool = agent.tools[0]
     assert isinstance(tool, FunctionTool) and tool.tool_input_guardrails is None  # untouched
     steps, repeated, progress = Check.STEPS, Check.REPEATED_ACTION, Check.PROGRESS
@@ -142,9 +145,9 @@ def test_max_steps_warns_counting_down_nudges_on_the_last_step_then_stops() -> N
     assert run is not None and run.stop is not None and run.receipt is not None
     assert run.stop.reason is Reason.MAX_STEPS and run.stop.step == 6
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
-    # The max-turns handler gave the run its final answer: no exception, in the history.
+    # The stop is the run's final answer: no exception, and in the history.
     assert result.final_output == run.user_message()
-    assert run.messages[-1]["content"][0]["text"] == run.user_message()
+    assert run.messages[-1] == {"role": "assistant", "content": run.user_message()}
     step_decisions = [d for d in decisions(runner) if d[1] is Check.STEPS]
     assert [(step, kind, reason) for step, _, kind, reason in step_decisions] == [
         *[(step, DecisionKind.WARN, Reason.STEPS_RUNNING_OUT) for step in range(5)],
@@ -348,7 +351,7 @@ def test_a_looping_streamed_tool_call_is_cut_and_never_runs() -> None:
 def test_a_streamed_run_that_answers_cleanly_is_relayed_whole() -> None:
     text = RECORDED["d02-sampled"].text
     agent = Agent(name="writer", model=ScriptedModel([ModelStep.stream(StreamedAnswer(text))]))
-    runner = LoopbreakRunner(verifier=lambda: True)
+    runner = LoopbreakRunner(verifier=lambda run: True)
     assert stream_all(runner, agent) == text
     run = runner.last_run
     assert run is not None and run.receipt is not None and run.degeneration is None
@@ -363,7 +366,7 @@ def test_a_natural_finish_is_complete_only_as_the_verifier_says(
     verified: bool, state: ReceiptState
 ) -> None:
     agent = Agent(name="adder", model=calls({"a": 1, "b": 2}), tools=[adder([])])
-    runner = LoopbreakRunner(verifier=lambda: verified)
+    runner = LoopbreakRunner(verifier=lambda run: verified)
     result = asyncio.run(runner.run(agent, "add 1 and 2", run_config=OFFLINE))
 
     assert result.final_output == "Done."
@@ -404,14 +407,13 @@ def test_a_run_making_no_progress_stops_before_the_next_model_call() -> None:
     model = counting(10)
     agent = Agent(name="counter", model=model, tools=[adder([], result="unchanged")])
     runner = LoopbreakRunner(PolicyConfig(no_progress_window=3))
-    with pytest.raises(RunStopped) as raised:
-        asyncio.run(runner.run(agent, "count", run_config=OFFLINE))
+    result = asyncio.run(runner.run(agent, "count", run_config=OFFLINE))
 
-    assert raised.value.decision.reason is Reason.NO_PROGRESS
-    assert raised.value.run_data is not None and len(raised.value.run_data.new_items) == 8
-    assert len(model.calls) == 4
+    assert len(model.calls) == 4 and len(result.new_items) == 8
     run = runner.last_run
-    assert run is not None and run.receipt is not None
+    assert run is not None and run.receipt is not None and run.stop is not None
+    assert run.stop.reason is Reason.NO_PROGRESS
+    assert result.final_output == run.stop.message
     assert run.receipt.state is ReceiptState.STUCK and run.receipt.reason == "no_progress"
 
 
@@ -469,14 +471,14 @@ def test_a_spent_token_budget_stops_the_next_tool_call() -> None:
     ran: list[tuple[int, float]] = []
     agent = Agent(name="counter", model=model, tools=[adder(ran)])
     runner = LoopbreakRunner(PolicyConfig(budgets=Budgets(max_total_tokens=100)))
-    with pytest.raises(ToolInputGuardrailTripwireTriggered):
-        asyncio.run(runner.run(agent, "count", run_config=OFFLINE))
+    result = asyncio.run(runner.run(agent, "count", run_config=OFFLINE))
 
     assert len(model.calls) == 3 and len(ran) == 2  # 3 x 45 tokens spent the 100
     run = runner.last_run
     assert run is not None and run.stop is not None and run.receipt is not None
     assert run.stop.check is Check.TOTAL_TOKENS and run.stop.value == 135
     assert run.receipt.state is ReceiptState.BOUNDED_STOP
+    assert result.final_output == run.stop.message
 
 
 @pytest.mark.parametrize(
@@ -497,3 +499,54 @@ def test_a_tool_error_that_ends_the_run_is_in_its_receipt(error: Exception, evid
     run = runner.last_run
     assert run is not None and run.receipt is not None
     assert [e.name for e in run.receipt.evidence] == [evidence]
+
+
+def test_a_looping_answer_of_a_run_that_is_not_streamed_is_trimmed_in_the_output_and_history() -> (
+    None
+):
+    # The SDK's first documented example: await Runner.run(...), and a verifier that says yes.
+    agent = Agent(name="house", model=ScriptedModel([[assistant_message(LOOP)]]))
+    runner = LoopbreakRunner(verifier=lambda run: True)
+    result = asyncio.run(runner.run(agent, "get the house ready", run_config=OFFLINE))
+
+    run = runner.last_run
+    assert run is not None and run.degeneration is not None and run.receipt is not None
+    cut = run.degeneration
+    assert cut.source == "content" and cut.text == LOOP
+    assert result.final_output == cut.persist_text and len(cut.persist_text) < len(LOOP)
+    assert cut.persist_text.startswith(LOOP[: cut.finding.start])
+    [answer] = [item for item in run.messages if item.get("role") == "assistant"]
+    assert answer["content"][0]["text"] == cut.persist_text
+    assert run.receipt.state is ReceiptState.STUCK and run.receipt.reason == "degeneration"
+
+
+def test_a_looping_tool_call_of_a_run_that_is_not_streamed_never_runs() -> None:
+    arguments = {"a": 1, "b": 2, "note": "ok " * 400}
+    ran: list[tuple[int, float]] = []
+    model = ScriptedModel([[function_call("add", arguments, call_id="c1")]])
+    agent = Agent(name="adder", model=model, tools=[adder(ran)])
+    runner = LoopbreakRunner()
+    result = asyncio.run(runner.run(agent, "add", run_config=OFFLINE))
+
+    run = runner.last_run
+    assert run is not None and run.degeneration is not None and run.receipt is not None
+    assert run.degeneration.source == "output[0].arguments" and ran == []
+    assert result.final_output == run.user_message() and len(model.calls) == 1
+    assert run.receipt.state is ReceiptState.STUCK
+
+
+def test_an_engaged_kill_switch_stops_a_run_before_its_first_model_call(tmp_path: Path) -> None:
+    switch = KillSwitch(tmp_path / "stop")
+    switch.engage()
+    model = calls({"a": 1, "b": 2})
+    agent = Agent(name="adder", model=model, tools=[adder([])])
+    runner = LoopbreakRunner()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("LOOPBREAK_KILL_SWITCH", str(switch.path))
+        with pytest.raises(AgentRunStopped) as raised:
+            asyncio.run(runner.run(agent, "add", run_config=OFFLINE))
+
+    assert raised.value.decision.reason is Reason.KILL_SWITCH and model.calls == ()
+    run = runner.last_run
+    assert run is not None and run.receipt is not None
+    assert run.receipt.state is ReceiptState.BOUNDED_STOP

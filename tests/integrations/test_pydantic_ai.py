@@ -324,7 +324,7 @@ def test_a_natural_finish_is_complete_only_as_the_verifier_says(
     verified: bool, state: ReceiptState
 ) -> None:
     script = Script([call(a=1, b=2), Turn(text="The sum is 3.")])
-    capability = LoopbreakCapability(verifier=lambda: verified)
+    capability = LoopbreakCapability(verifier=lambda run: verified)
     result = make_agent(script, capability, []).run_sync("add 1 and 2")
 
     assert result.output == "The sum is 3."
@@ -475,7 +475,7 @@ def test_the_example_ends_each_run_in_its_state(
 
 def test_pydantic_ais_test_model_runs_governed_to_a_verified_finish() -> None:
     written: list[str] = []
-    capability = LoopbreakCapability(verifier=lambda: written == ["report"])
+    capability = LoopbreakCapability(verifier=lambda run: written == ["report"])
     agent = Agent(TestModel(), capabilities=[capability])
 
     @agent.tool_plain

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import math
-from typing import Union
+from typing import Optional, TypeVar, Union
+
+T = TypeVar("T")
 
 
 def count(name: str, value: object, minimum: int) -> int:
@@ -31,4 +33,18 @@ def text(name: str, value: object) -> str:
         raise TypeError(f"{name} must be a str, got {type(value).__name__}")
     if not value.strip():
         raise ValueError(f"{name} must not be empty")
+    return value
+
+
+def callable_or_none(name: str, value: T) -> T:
+    """None or something callable."""
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable or None, got {type(value).__name__}")
+    return value
+
+
+def instance_or_none(name: str, value: Optional[T], kind: type[T]) -> Optional[T]:
+    """None or an instance of ``kind``."""
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__} or None, got {type(value).__name__}")
     return value

@@ -8,7 +8,7 @@ those to one key, so the policy can count how often a call (or a short cycle of 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Union
 
 from loopbreak.agent import _validate
@@ -16,7 +16,9 @@ from loopbreak.agent import _validate
 Arguments = Union[Mapping[str, Any], str, None]
 
 
-def action_key(tool: str, arguments: Arguments = None) -> str:
+def action_key(
+    tool: str, arguments: Arguments = None, *, ignore: Collection[str] = frozenset()
+) -> str:
     """The normalized key of a tool call: ``name(canonical JSON of the arguments)``.
 
     Arguments are a mapping or a JSON string (as chat APIs deliver them); None or a blank string
@@ -24,7 +26,8 @@ def action_key(tool: str, arguments: Arguments = None) -> str:
     whitespace, whitespace inside string values (trimmed, runs collapsed to one space: a
     re-issued query with an extra space is the same action) or number formatting (``1``,
     ``1.0`` and ``1e0`` are one number). A string that is not JSON is compared as one
-    whitespace-normalized string. Raises ``TypeError`` for values JSON cannot hold.
+    whitespace-normalized string. Members named in ``ignore`` are left out at any depth (volatile
+    arguments: a progress note, a timestamp). Raises ``TypeError`` for values JSON cannot hold.
     """
     _validate.text("tool", tool)
     if arguments is None:
@@ -44,12 +47,15 @@ def action_key(tool: str, arguments: Arguments = None) -> str:
             f"arguments must be a mapping, a JSON string or None, got {type(arguments).__name__}"
         )
     canonical = json.dumps(
-        _normalized(parsed, "arguments"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        _normalized(parsed, "arguments", ignore),
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
     )
     return f"{tool.strip()}({canonical})"
 
 
-def _normalized(value: Any, path: str) -> Any:
+def _normalized(value: Any, path: str, ignore: Collection[str]) -> Any:
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -61,10 +67,11 @@ def _normalized(value: Any, path: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise TypeError(f"{path} keys must be str, got {type(key).__name__} ({key!r})")
-            normalized[key] = _normalized(item, f"{path}[{key!r}]")
+            if key not in ignore:
+                normalized[key] = _normalized(item, f"{path}[{key!r}]", ignore)
         return normalized
     if isinstance(value, (list, tuple)):
-        return [_normalized(item, f"{path}[{index}]") for index, item in enumerate(value)]
+        return [_normalized(item, f"{path}[{index}]", ignore) for index, item in enumerate(value)]
     raise TypeError(f"{path} must hold JSON values, got {type(value).__name__}")
 
 

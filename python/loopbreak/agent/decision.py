@@ -30,10 +30,12 @@ Number = Union[int, float]
 
 
 class DecisionKind(str, Enum):
-    """The three outcomes of a check."""
+    """The outcomes of a check. ``REFUSE`` is a recovery turn (``PolicyConfig.recovery_turn``):
+    the tool call is not run, the model is told why (``message``) and the run goes on."""
 
     ALLOW = "allow"
     WARN = "warn"
+    REFUSE = "refuse"
     STOP = "stop"
 
 
@@ -95,7 +97,8 @@ class Decision:
     zero-based step they belong to; ``action_key`` is the normalized tool call a tool-call check
     looked at (None for step checks); ``elapsed`` is seconds since the policy was created, by the
     policy's clock. ``limit`` is None when the check has no limit configured. ``message`` is the
-    one line for people of a stop (None for allow and warn, which guide the model instead).
+    one line for people of a stop, or for the model of a refused call (None for allow and
+    warn, which guide the model through the step's prompt instead).
     """
 
     run_id: str
@@ -114,6 +117,11 @@ class Decision:
     def stopped(self) -> bool:
         """True for a stop: the run must not take the step or make the call."""
         return self.kind is DecisionKind.STOP
+
+    @property
+    def refused(self) -> bool:
+        """True for a refused tool call: do not run it, answer it with ``message``."""
+        return self.kind is DecisionKind.REFUSE
 
     def to_dict(self) -> dict[str, Any]:
         """The decision as plain JSON values; enums become their string values."""

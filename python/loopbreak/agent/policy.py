@@ -13,7 +13,7 @@ Each check returns a ``Decision`` (allow, warn or stop) and records it in the au
 carries a one-line ``message`` for people (``PolicyConfig.stop_messages``). Before each step and
 each tool call the policy also asks the kill switch (``loopbreak.agent.kill_switch``): an
 engaged switch stops the run with ``kill_switch``. After a stop the run is over: further checks
-raise ``RunStopped``; a tool-call or progress check with no step in progress raises
+raise ``CheckAfterStop``; a tool-call or progress check with no step in progress raises
 ``StepNotStarted``.
 """
 
@@ -35,7 +35,7 @@ from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.budget import BudgetCheck, BudgetMeter, Budgets, Usage
 from loopbreak.agent.decision import BUDGET_STOPS, Check, Decision, DecisionKind, Number, Reason
 from loopbreak.agent.kill_switch import KillSwitch, Switch
-from loopbreak.errors import RunStopped, StepNotStarted
+from loopbreak.errors import CheckAfterStop, StepNotStarted
 
 LOCKDOWN_ENV = "LOOPBREAK_FINAL_STEP_LOCKDOWN"
 _ENV_TRUE = frozenset({"1", "true", "yes", "on"})
@@ -56,6 +56,12 @@ LOCKDOWN_INSTRUCTION = (
     "your final answer to the user now from what you have already found: what you did, what "
     "you found, and what is left to do."
 )
+
+REFUSAL_MESSAGE = (
+    "Not run: this exact call was already made {value} times in a row. Use the results you "
+    "already have or try a different action; repeating it again ends the run."
+)
+"""What the model is told of a call refused on its recovery turn (``{value}``: the copies)."""
 
 _NEXT = " Rephrase the request or start a new run with a narrower scope."
 DEFAULT_STOP_MESSAGES: Mapping[Reason, str] = MappingProxyType(
@@ -113,6 +119,12 @@ class PolicyConfig:
       edit is progress, and cycles catch the loops that alternate.
     - ``max_cycle_length`` = 4: longest cycle of calls watched (A,B,A,B has length 2), enough
       for read, edit, test, revert.
+    - ``recovery_turn`` = False: True gives the model one recovery turn per run before a
+      repeat stop: the first call over ``max_repeat_action`` is refused (``refuse``, not run,
+      the model told why in one line, ``REFUSAL_MESSAGE``) and the run stops only if the model
+      repeats it again. Off by default, so the 4th identical call stops the run.
+    - ``volatile_arguments`` = (): argument names left out of the repeat key at any depth (a
+      progress note, a timestamp, a request id), so calls that differ only there are repeats.
     - ``no_progress_window`` = 4: steps in a row without a new progress signal that stop with
       ``no_progress``; None turns the check off.
     - ``budgets`` = ``Budgets()``: seconds, money, tokens, tool calls; none enforced by default.
@@ -126,6 +138,8 @@ class PolicyConfig:
     final_step_lockdown: Optional[bool] = None
     max_repeat_action: int = 3
     max_cycle_length: int = 4
+    recovery_turn: bool = False
+    volatile_arguments: frozenset[str] = frozenset()
     no_progress_window: Optional[int] = 4
     budgets: Budgets = field(default_factory=Budgets)
     stop_messages: Mapping[Union[Reason, str], str] = field(default_factory=dict)
@@ -140,6 +154,11 @@ class PolicyConfig:
             )
         _validate.count("max_repeat_action", self.max_repeat_action, 1)
         _validate.count("max_cycle_length", self.max_cycle_length, 1)
+        if not isinstance(self.recovery_turn, bool):
+            raise TypeError(
+                f"recovery_turn must be a bool, got {type(self.recovery_turn).__name__}"
+            )
+        object.__setattr__(self, "volatile_arguments", _argument_names(self.volatile_arguments))
         if self.no_progress_window is not None:
             _validate.count("no_progress_window", self.no_progress_window, 1)
         if not isinstance(self.budgets, Budgets):
@@ -155,6 +174,8 @@ class PolicyConfig:
             "final_step_lockdown": self.final_step_lockdown,
             "max_repeat_action": self.max_repeat_action,
             "max_cycle_length": self.max_cycle_length,
+            "recovery_turn": self.recovery_turn,
+            "volatile_arguments": sorted(self.volatile_arguments),
             "no_progress_window": self.no_progress_window,
             "budgets": self.budgets.to_dict(),
             "stop_messages": {
@@ -165,6 +186,14 @@ class PolicyConfig:
     def stop_message(self, reason: Reason, value: Number, limit: Number) -> str:
         """The message for people of a stop with ``reason`` at ``value`` against ``limit``."""
         return self.stop_messages[reason].format(value=value, limit=limit)
+
+
+def _argument_names(given: object) -> frozenset[str]:
+    if isinstance(given, str) or not isinstance(given, Iterable):
+        raise TypeError(
+            f"volatile_arguments must be a collection of str names, got {type(given).__name__}"
+        )
+    return frozenset(_validate.text("volatile_arguments[...]", name) for name in given)
 
 
 def _stop_messages(given: object) -> Mapping[Reason, str]:
@@ -219,6 +248,12 @@ class StepPlan:
     @property
     def step(self) -> int:
         return self.decision.step
+
+    def prompt_for(self, system_prompt: str) -> str:
+        """``system_prompt`` with this step's addendum appended (unchanged without one)."""
+        if not self.addendum:
+            return system_prompt
+        return f"{system_prompt}\n\n{self.addendum}" if system_prompt else self.addendum
 
     @property
     def tool_choice(self) -> Optional[str]:
@@ -278,6 +313,7 @@ class RunPolicy:
         self._recent_actions: deque[str] = deque(
             maxlen=config.max_cycle_length * config.max_repeat_action
         )
+        self._recovery_used = False
         self._progress_seen: set[bytes] = set()
         self._steps_without_progress = 0
         self._last_progress_step: Optional[int] = None
@@ -335,10 +371,8 @@ class RunPolicy:
         self._step, self._step_ended = step, False
         self._meter.record_step()
         decision = self._decide(step, kind, reason, Check.STEPS, step, max_steps)
-        prompt = system_prompt
-        if addendum:
-            prompt = f"{system_prompt}\n\n{addendum}" if system_prompt else addendum
-        return StepPlan(decision, prompt, addendum, tools_enabled)
+        plan = StepPlan(decision, system_prompt, addendum, tools_enabled)
+        return replace(plan, system_prompt=plan.prompt_for(system_prompt))
 
     def record_usage(self, model: str, input_tokens: int, output_tokens: int) -> None:
         """Adds one model call's token usage (also after a stop: the call was made). Budgets
@@ -351,7 +385,7 @@ class RunPolicy:
         be copy ``max_repeat_action + 1`` of one call or cycle in a row. An allowed call is
         counted."""
         step = self._current_step()
-        key = action_key(tool, arguments)
+        key = action_key(tool, arguments, ignore=self.config.volatile_arguments)
         if self._kill_switch_engaged():
             return self._kill_switch_stop(step, key)
         exhausted = self._meter.exhausted()
@@ -359,6 +393,14 @@ class RunPolicy:
             return self._budget_stop(step, exhausted, key)
         copies = cycle_copies(list(self._recent_actions), key, self.config.max_cycle_length)
         limit = self.config.max_repeat_action
+        if copies >= limit and self.config.recovery_turn and not self._recovery_used:
+            # Not counted: a call that was not run is no copy; the same call next is the stop.
+            self._recovery_used = True
+            refused = self._decide(
+                step, DecisionKind.REFUSE, Reason.LOOP_DETECTED, Check.REPEATED_ACTION,
+                copies, limit, key,
+            )  # fmt: skip
+            return refused
         if copies >= limit:
             kind, reason = DecisionKind.STOP, Reason.LOOP_DETECTED
         else:
@@ -400,7 +442,7 @@ class RunPolicy:
 
     def _require_running(self) -> None:
         if self._stop is not None:
-            raise RunStopped(self._stop)
+            raise CheckAfterStop(self._stop)
 
     def _current_step(self) -> int:
         self._require_running()
@@ -463,6 +505,8 @@ class RunPolicy:
         if kind is DecisionKind.STOP:
             assert limit is not None  # every stop is a value held against its limit
             message = self.config.stop_message(reason, value, limit)
+        elif kind is DecisionKind.REFUSE:
+            message = REFUSAL_MESSAGE.format(value=value)
         decision = Decision(
             run_id=self.run_id,
             seq=self._decisions,

@@ -1,8 +1,8 @@
 """Governs LangChain v1 agents (``langchain.agents.create_agent``, on LangGraph) with one
 ``AgentMiddleware``: ``LoopbreakMiddleware``.
 
-Each run of the agent (each ``invoke``/``stream``) gets its own ``RunPolicy``, ``RunEvidence``
-and stream watch, created by ``before_agent`` and kept in that run's graph state (an untracked,
+Each run of the agent (each ``invoke``/``stream``) gets its own ``AgentRun`` (policy, answer
+guard, evidence), created by ``before_agent`` and kept in that run's graph state (an untracked,
 private channel), so one middleware instance serves concurrent runs without sharing anything
 between them. The hooks, in the order a step meets them:
 
@@ -16,8 +16,10 @@ between them. The hooks, in the order a step meets them:
   (its first copies plus a marker) and without its tool calls, which ends the run.
 - ``after_model``: checks each tool call the model asked for (repeated actions, the tool-call
   budget) before any runs; a stop answers every pending call with an error ``ToolMessage``
-  (as the framework's own ``ToolCallLimitMiddleware`` does) and jumps to the end.
-- ``wrap_tool_call``: an error (or a cancellation) leaving a tool ends the run with a receipt.
+  (as the framework's own ``ToolCallLimitMiddleware`` does) and jumps to the end; a refused
+  repeat (``PolicyConfig.recovery_turn``) is answered the same way, alone, and the run goes on.
+- ``wrap_tool_call``: records each result as progress; an error (or a cancellation) leaving a
+  tool ends the run with a receipt.
 - ``after_agent``: builds the receipt, records a stop by the framework's own call-limit
   middlewares as a limit, and hands the receipt to ``on_receipt``.
 
@@ -44,9 +46,7 @@ their turn), and its ``after_model`` runs after the others.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -81,136 +81,37 @@ from langgraph.types import Command
 from typing_extensions import NotRequired
 
 from loopbreak._core import DEFAULT_KEEP, Rules
-from loopbreak.agent.audit import AuditLog, AuditSink
+from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.decision import Decision
-from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
-from loopbreak.agent.receipt import Receipt, RunEvidence
+from loopbreak.agent.policy import PolicyConfig, StepPlan
 from loopbreak.errors import DegenerationDetected
+from loopbreak.integrations._governance import (
+    AgentRun,
+    AgentVerifier,
+    FrameworkErrors,
+    Governance,
+    ReceiptCallback,
+)
 from loopbreak.streaming.guard import CONTENT, Degeneration, Guarded, Piece
 
 __all__ = ["LoopbreakMiddleware", "LoopbreakState"]
 
 RUN_KEY = "loopbreak_run"
-"""The state key holding the run's policy and evidence (private to the middleware)."""
-
-Verifier = Callable[[AgentState[Any]], bool]
-"""Checks the run's result at its destination, given the agent's last state."""
+"""The state key holding the run's ``AgentRun`` (private to the middleware)."""
 
 ModelResult = Union[ModelResponse[Any], AIMessage]
 ToolResult = Union[ToolMessage, Command[Any]]
 
-
-class _Run:
-    """One run of the agent: its policy, evidence and the current step. Every call into
-    loopbreak's governance API is a method here, so the adapter's policy semantics sit in one
-    place."""
-
-    def __init__(
-        self,
-        config: PolicyConfig,
-        audit_sinks: Sequence[AuditSink],
-        run_id: Optional[str],
-    ) -> None:
-        self.policy = RunPolicy(config, run_id=run_id, audit=AuditLog(audit_sinks))
-        self.evidence = RunEvidence(policy=self.policy)
-        self.plan: Optional[StepPlan] = None
-        self.step_open = False
-        self.model_called = False  # in the current step
-        self.model_calls = 0
-        self.degeneration: Optional[Degeneration] = None
-        self.outcome_recorded = False
-        self.receipt: Optional[Receipt] = None
-        # Parallel tool calls run in threads: two may fail at once and both try to finish.
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        # LangGraph streams every channel: this is what stream_mode="values" shows of the run.
-        return f"<loopbreak run {self.policy.run_id} step {self.policy.step}>"
-
-    def start_step(self, messages: Sequence[AnyMessage]) -> Decision:
-        """Ends the open step with its tool results as progress, then starts the next one."""
-        if self.step_open:
-            self.step_open = False
-            ended = self.policy.after_step(_tool_results_since_model(messages))
-            if ended.stopped:
-                return ended
-        self.plan = self.policy.before_step("")
-        self.step_open = not self.plan.decision.stopped
-        self.model_called = False
-        return self.plan.decision
-
-    def model_answered(self, message: Optional[AIMessage], model: BaseChatModel) -> None:
-        self.model_called = True
-        self.model_calls += 1
-        usage = None if message is None else message.usage_metadata
-        if message is not None and usage is not None:
-            name = message.response_metadata.get("model_name") or type(model).__name__
-            self.policy.record_usage(str(name), usage["input_tokens"], usage["output_tokens"])
-
-    def degenerated(self, degeneration: Degeneration) -> None:
-        self.degeneration = degeneration
-        self.outcome_recorded = True
-        self.evidence.record_degeneration(degeneration)
-
-    def finished_naturally(self) -> None:
-        self.outcome_recorded = True
-        self.evidence.record_natural_finish()
-
-    def check_tool_calls(self, calls: Iterable[ToolCall]) -> Optional[Decision]:
-        """The first stop among the calls, checked in order before any of them runs."""
-        for call in calls:
-            decision = self.policy.check_tool_call(call["name"], call["args"])
-            if decision.stopped:
-                return decision
-        return None
-
-    def failed(self, error: BaseException, tool: Optional[str]) -> None:
-        """Records how an error leaving the model (``tool`` None) or a tool ended the run."""
-        self.outcome_recorded = True
-        if isinstance(error, GraphInterrupt):
-            # The run pauses for a person; nothing here says who or until when.
-            self.evidence.record_approval_request()
-        elif isinstance(error, GraphBubbleUp):
-            pass  # a tool handed the run to the parent graph: no outcome to record (UNCERTAIN)
-        elif isinstance(error, (asyncio.CancelledError, KeyboardInterrupt)):
-            self.evidence.record_user_abort(error)
-        elif isinstance(error, TimeoutError):
-            self.evidence.record_timeout(error)
-        else:
-            # The model call is the run's other boundary: its failure ends the run the same way.
-            self.evidence.record_tool_failure(tool or "model", error)
-
-    def stopped_by_framework(self, state: AgentState[Any]) -> None:
-        """Records a stop by the framework's ``ModelCallLimitMiddleware`` (a jump to the end
-        before a model call) or ``ToolCallLimitMiddleware`` (after one). Their limits are not
-        visible to other middleware, so the count at which they stopped is both value and
-        limit."""
-        if self.outcome_recorded or self.policy.stop is not None:
-            return
-        if not self.model_called and "run_model_call_count" in state:
-            self.evidence.record_limit(
-                "model_call_limit", value=self.model_calls, limit=self.model_calls
-            )
-        elif self.model_called and "run_tool_call_count" in state:
-            calls = self.policy.usage().tool_calls
-            self.evidence.record_limit("tool_call_limit", value=calls, limit=calls)
-
-    def finish(self, verifier: Optional[Verifier], state: AgentState[Any]) -> Optional[Receipt]:
-        """The run's receipt, built once; None if it was already built."""
-        with self._lock:
-            if self.receipt is not None:
-                return None
-            self.receipt = self.evidence.receipt(
-                None if verifier is None else (lambda: verifier(state))
-            )
-            return self.receipt
+ERRORS = FrameworkErrors(approvals=(GraphInterrupt,), halts=(GraphBubbleUp,))
+"""An interrupt pauses the run for a person; another bubble-up hands it to the parent graph
+(no outcome to record)."""
 
 
 class LoopbreakState(AgentState[Any]):
     """The agent state with the run's loopbreak record: untracked (never checkpointed) and
     private (neither input nor output)."""
 
-    loopbreak_run: NotRequired[Annotated[_Run, UntrackedValue, PrivateStateAttr]]
+    loopbreak_run: NotRequired[Annotated[AgentRun, UntrackedValue, PrivateStateAttr]]
 
 
 class _StreamWatch(BaseCallbackHandler):
@@ -225,7 +126,7 @@ class _StreamWatch(BaseCallbackHandler):
     def __init__(self, rules: Optional[Rules], keep: int) -> None:
         super().__init__()
         self._pending: deque[Union[BaseMessage, str]] = deque()
-        self._guard = Guarded(
+        self.guard = Guarded(
             self._next_pending(), _pieces, on_degeneration="raise", rules=rules, keep=keep
         )
         self.tokens = 0
@@ -238,7 +139,7 @@ class _StreamWatch(BaseCallbackHandler):
 
     @property
     def degeneration(self) -> Optional[Degeneration]:
-        return self._guard.degeneration
+        return self.guard.degeneration
 
     def on_llm_new_token(
         self,
@@ -259,22 +160,17 @@ class _StreamWatch(BaseCallbackHandler):
         else:
             return
         try:
-            next(self._guard)  # raises DegenerationDetected where a rule holds
+            next(self.guard)  # raises DegenerationDetected where a rule holds
         except StopIteration:  # the guard stopped at a finding before: a retried call
             assert self.degeneration is not None
             raise DegenerationDetected(self.degeneration) from None
 
 
 class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
-    """Governs each run of a LangChain v1 agent with a fresh ``RunPolicy``.
-
-    ``config`` holds the limits (default ``PolicyConfig()``). ``verifier`` checks the result at
-    its destination when the run ends, given the agent's last state: without one, a finish is
-    not verified. ``on_receipt`` receives every run's ``Receipt`` however the run ended (e.g.
-    ``lambda r: save_receipt(db, r)`` with a ``loopbreak.store.Database``). ``audit_sinks`` receive every run's decisions
-    (they are shared by the runs and never closed here). ``rules`` and ``keep`` are the
-    detector's rules and the copies of a loop kept in the trimmed text.
-    """
+    """Governs each run of a LangChain v1 agent with a fresh ``AgentRun``. The options are
+    those of every loopbreak agent adapter (``Governance``): the verifier's ``run.state`` is the
+    agent's last state; ``audit`` is shared by the runs. ``last_run`` is the most recently
+    started run."""
 
     state_schema = LoopbreakState
 
@@ -282,31 +178,17 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         self,
         config: Optional[PolicyConfig] = None,
         *,
-        verifier: Optional[Verifier] = None,
-        on_receipt: Optional[Callable[[Receipt], object]] = None,
-        audit_sinks: Iterable[AuditSink] = (),
+        verifier: Optional[AgentVerifier] = None,
+        audit: Optional[AuditLog] = None,
+        on_receipt: Optional[ReceiptCallback] = None,
         rules: Optional[Rules] = None,
         keep: int = DEFAULT_KEEP,
     ) -> None:
         super().__init__()
-        config = config if config is not None else PolicyConfig()
-        if not isinstance(config, PolicyConfig):
-            raise TypeError(f"config must be a PolicyConfig, got {type(config).__name__}")
-        for name, value in (("verifier", verifier), ("on_receipt", on_receipt)):
-            if value is not None and not callable(value):
-                raise TypeError(f"{name} must be callable, got {type(value).__name__}")
-        if rules is not None and not isinstance(rules, Rules):
-            raise TypeError(f"rules must be a loopbreak.Rules or None, not {type(rules).__name__}")
-        if isinstance(keep, bool) or not isinstance(keep, int):
-            raise TypeError(f"keep must be an int, not {type(keep).__name__}")
-        if keep < 1:
-            raise ValueError(f"keep must be at least 1, got {keep}")
-        self.config = config
-        self.verifier = verifier
-        self.on_receipt = on_receipt
-        self.audit_sinks = tuple(audit_sinks)
-        self.rules = rules
-        self.keep = keep
+        self.governance = Governance(
+            config, verifier=verifier, audit=audit, on_receipt=on_receipt, rules=rules, keep=keep
+        )
+        self.last_run: Optional[AgentRun] = None
 
     # Node hooks: run once per step (or run) in the graph; the async ones do the same work.
 
@@ -324,9 +206,9 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         run = _run_of(state)
         if run is None:  # resumed from a checkpoint: the record is not checkpointed
             run = update[RUN_KEY] = self._new_run(runtime)
-        decision = run.start_step(state["messages"])
-        if decision.stopped:
-            return {**update, **_stop_update(decision, ())}
+        plan = run.begin_step()
+        if plan.decision.stopped:
+            return {**update, **_stop_update(plan.decision, ())}
         return update or None
 
     @hook_config(can_jump_to=["end"])
@@ -338,7 +220,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
     @hook_config(can_jump_to=["end"])
     def after_model(self, state: LoopbreakState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         run = _run_of(state)
-        if run is None or run.degeneration is not None or not run.model_called:
+        if run is None or run.degeneration is not None or not run.step_model_calls:
             return None  # a degenerate answer carries no tool calls: the run ends
         message = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
         if message is None:
@@ -346,8 +228,14 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         if not message.tool_calls:
             run.finished_naturally()
             return None
-        decision = run.check_tool_calls(message.tool_calls)
-        return None if decision is None else _stop_update(decision, message.tool_calls)
+        refused: list[ToolMessage] = []
+        for call in message.tool_calls:  # in order, before any of them runs
+            decision = run.check_tool(call["name"], call["args"])
+            if decision.stopped:
+                return _stop_update(decision, message.tool_calls)
+            if decision.refused:
+                refused.append(_not_run(call, decision))
+        return {"messages": refused} if refused else None
 
     @hook_config(can_jump_to=["end"])
     async def aafter_model(
@@ -358,8 +246,8 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
     def after_agent(self, state: LoopbreakState, runtime: Runtime[Any]) -> None:
         run = _run_of(state)
         if run is not None:
-            run.stopped_by_framework(state)
-            self._finish(run, state)
+            _record_framework_stop(run, state)
+            _finish(run, state)
 
     async def aafter_agent(self, state: LoopbreakState, runtime: Runtime[Any]) -> None:
         self.after_agent(state, runtime)
@@ -374,15 +262,15 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         run = _run_of(request.state)
         if run is None:
             return handler(request)
-        watch = _StreamWatch(self.rules, self.keep)
+        watch = _StreamWatch(self.governance.rules, self.governance.keep)
         try:
             response = handler(_prepared(request, run.plan, watch))
         except BaseException as error:
             if watch.degeneration is not None:  # the watch cut the stream
-                return self._cut(run, request, watch)
-            self._fail(run, request.state, error, tool=None)
+                return _cut(run, request, watch)
+            _fail(run, request.state, error, where="model")
             raise
-        return self._checked(run, request, response, watch)
+        return _checked(run, request, response, watch)
 
     async def awrap_model_call(
         self,
@@ -392,15 +280,15 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         run = _run_of(request.state)
         if run is None:
             return await handler(request)
-        watch = _StreamWatch(self.rules, self.keep)
+        watch = _StreamWatch(self.governance.rules, self.governance.keep)
         try:
             response = await handler(_prepared(request, run.plan, watch))
         except BaseException as error:
             if watch.degeneration is not None:  # the watch cut the stream
-                return self._cut(run, request, watch)
-            self._fail(run, request.state, error, tool=None)
+                return _cut(run, request, watch)
+            _fail(run, request.state, error, where="model")
             raise
-        return self._checked(run, request, response, watch)
+        return _checked(run, request, response, watch)
 
     def wrap_tool_call(
         self,
@@ -408,10 +296,11 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         handler: Callable[[ToolCallRequest], ToolResult],
     ) -> ToolResult:
         try:
-            return handler(request)
+            result = handler(request)
         except BaseException as error:
-            self._tool_failed(request, error)
+            _tool_failed(request, error)
             raise
+        return _tool_ran(request, result)
 
     async def awrap_tool_call(
         self,
@@ -419,96 +308,129 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         handler: Callable[[ToolCallRequest], Awaitable[ToolResult]],
     ) -> ToolResult:
         try:
-            return await handler(request)
+            result = await handler(request)
         except BaseException as error:
-            self._tool_failed(request, error)
+            _tool_failed(request, error)
             raise
+        return _tool_ran(request, result)
 
     # Shared by the sync and async hooks.
 
-    def _new_run(self, runtime: Runtime[Any]) -> _Run:
+    def _new_run(self, runtime: Runtime[Any]) -> AgentRun:
         # The run id the caller passed in the config (LangSmith's), else a fresh one.
         info = getattr(runtime, "execution_info", None)
         run_id = getattr(info, "run_id", None)
-        return _Run(self.config, self.audit_sinks, str(run_id) if run_id else uuid.uuid4().hex)
-
-    def _checked(
-        self,
-        run: _Run,
-        request: ModelRequest[Any],
-        response: ModelResponse[Any],
-        watch: _StreamWatch,
-    ) -> ModelResponse[Any]:
-        """Records the answer; an unstreamed answer is checked whole (a streamed one was
-        checked token by token) and, if it loops, replaced by its trimmed text."""
-        if watch.degeneration is not None:  # an inner middleware answered for the cut call
-            return ModelResponse(result=[self._cut(run, request, watch)])
-        index, message = _ai_message(response.result)
-        run.model_answered(message, request.model)
-        if message is None or watch.tokens:
-            return response
-        degeneration = _scan(message, self.rules, self.keep)
-        if degeneration is None:
-            return response
-        run.degenerated(degeneration)
-        trimmed = AIMessage(
-            content=degeneration.persist_text,
-            id=message.id,
-            name=message.name,
-            response_metadata=message.response_metadata,
-            usage_metadata=message.usage_metadata,
-        )
-        result = [*response.result[:index], trimmed, *response.result[index + 1 :]]
-        return ModelResponse(result=result, structured_response=response.structured_response)
-
-    def _cut(self, run: _Run, request: ModelRequest[Any], watch: _StreamWatch) -> AIMessage:
-        """The answer of a stream stopped at a loop: its trimmed text, no tool calls (they
-        were cut too). A cut stream reports no usage."""
-        degeneration = watch.degeneration
-        assert degeneration is not None  # the watch stops a stream only at a finding
-        run.model_answered(None, request.model)
-        run.degenerated(degeneration)
-        return AIMessage(content=degeneration.persist_text, id=watch.message_id)
-
-    def _tool_failed(self, request: ToolCallRequest, error: BaseException) -> None:
-        run = _run_of(request.state)
-        if run is not None:
-            self._fail(run, request.state, error, tool=request.tool_call["name"])
-
-    def _fail(
-        self, run: _Run, state: AgentState[Any], error: BaseException, tool: Optional[str]
-    ) -> None:
-        run.failed(error, tool)
-        self._finish(run, state)
-
-    def _finish(self, run: _Run, state: AgentState[Any]) -> None:
-        receipt = run.finish(self.verifier, state)
-        if receipt is not None and self.on_receipt is not None:
-            self.on_receipt(receipt)
+        run = self.governance.new_run(ERRORS, str(run_id) if run_id else uuid.uuid4().hex)
+        self.last_run = run
+        return run
 
 
-def _run_of(state: object) -> Optional[_Run]:
+def _checked(
+    run: AgentRun, request: ModelRequest[Any], response: ModelResponse[Any], watch: _StreamWatch
+) -> ModelResponse[Any]:
+    """Records the answer; an unstreamed answer is checked whole (a streamed one was checked
+    token by token) and, if it loops, replaced by its trimmed text."""
+    if watch.degeneration is not None:  # an inner middleware answered for the cut call
+        return ModelResponse(result=[_cut(run, request, watch)])
+    index, message = _ai_message(response.result)
+    _model_answered(run, message, request.model)
+    if message is None or watch.tokens:
+        return response
+    degeneration = run.check_answer(message, _pieces)
+    if degeneration is None:
+        return response
+    trimmed = AIMessage(
+        content=degeneration.persist_text,
+        id=message.id,
+        name=message.name,
+        response_metadata=message.response_metadata,
+        usage_metadata=message.usage_metadata,
+    )
+    result = [*response.result[:index], trimmed, *response.result[index + 1 :]]
+    return ModelResponse(result=result, structured_response=response.structured_response)
+
+
+def _cut(run: AgentRun, request: ModelRequest[Any], watch: _StreamWatch) -> AIMessage:
+    """The answer of a stream stopped at a loop: its trimmed text, no tool calls (they were
+    cut too). A cut stream reports no usage."""
+    degeneration = watch.degeneration
+    assert degeneration is not None  # the watch stops a stream only at a finding
+    _model_answered(run, None, request.model)
+    run.stream_ended(watch.guard)
+    return AIMessage(content=degeneration.persist_text, id=watch.message_id)
+
+
+def _model_answered(run: AgentRun, message: Optional[AIMessage], model: BaseChatModel) -> None:
+    usage = None if message is None else message.usage_metadata
+    if message is None or usage is None:
+        run.record_usage(type(model).__name__, 0, 0)  # a call with no usage reported
+        return
+    name = message.response_metadata.get("model_name") or type(model).__name__
+    run.record_usage(str(name), usage["input_tokens"], usage["output_tokens"])
+
+
+def _tool_ran(request: ToolCallRequest, result: ToolResult) -> ToolResult:
+    run = _run_of(request.state)
+    if run is not None and isinstance(result, ToolMessage):
+        failed = result.status == "error"  # the tool node's answer for a tool's error
+        run.record_tool_result(request.tool_call["name"], result.content, failed=failed)
+    return result
+
+
+def _tool_failed(request: ToolCallRequest, error: BaseException) -> None:
+    run = _run_of(request.state)
+    if run is not None:
+        _fail(run, request.state, error, where=request.tool_call["name"])
+
+
+def _fail(run: AgentRun, state: AgentState[Any], error: BaseException, where: str) -> None:
+    run.failed(error, where=where)
+    _finish(run, state)
+
+
+def _finish(run: AgentRun, state: AgentState[Any]) -> None:
+    run.state = state
+    run.messages = list(state.get("messages", ()))
+    run.finish()
+
+
+def _record_framework_stop(run: AgentRun, state: AgentState[Any]) -> None:
+    """Records a stop by the framework's ``ModelCallLimitMiddleware`` (a jump to the end
+    before a model call) or ``ToolCallLimitMiddleware`` (after one). Their limits are not
+    visible to other middleware, so the count at which they stopped is both value and limit."""
+    if run.outcome_recorded:
+        return
+    if not run.step_model_calls and "run_model_call_count" in state:
+        calls = run.model_calls
+        run.record_limit("model_call_limit", value=calls, limit=calls)
+    elif run.step_model_calls and "run_tool_call_count" in state:
+        calls = run.policy.usage().tool_calls
+        run.record_limit("tool_call_limit", value=calls, limit=calls)
+
+
+def _run_of(state: object) -> Optional[AgentRun]:
     """The run record in a hook's state (None if the run started before this middleware
     governed it, e.g. resumed from a checkpoint, which does not hold the record)."""
     run = state.get(RUN_KEY) if isinstance(state, Mapping) else None
-    return run if isinstance(run, _Run) else None
+    return run if isinstance(run, AgentRun) else None
 
 
 def _stop_update(decision: Decision, pending: Iterable[ToolCall]) -> dict[str, Any]:
     """Ends the run the framework's way: every pending tool call answered (so the history
     stays valid and none runs), a final message, and a jump to the end."""
-    text = decision.message or ""
-    messages: list[AnyMessage] = [
-        ToolMessage(
-            content=f"Not run. {text}",
-            tool_call_id=call["id"] or "",
-            name=call["name"],
-            status="error",
-        )
-        for call in pending
-    ]
-    messages.append(AIMessage(content=text))
+    messages: list[AnyMessage] = [_not_run(call, decision) for call in pending]
+    messages.append(AIMessage(content=decision.message or ""))
     return {"messages": messages, "jump_to": "end"}
+
+
+def _not_run(call: ToolCall, decision: Decision) -> ToolMessage:
+    """The answer of a tool call loopbreak did not let run: the tool sees nothing of it."""
+    return ToolMessage(
+        content=f"Not run. {decision.message or ''}",
+        tool_call_id=call["id"] or "",
+        name=call["name"],
+        status="error",
+    )
 
 
 def _prepared(
@@ -555,17 +477,6 @@ def _ai_message(messages: Sequence[BaseMessage]) -> tuple[int, Optional[AIMessag
     return -1, None
 
 
-def _tool_results_since_model(messages: Sequence[AnyMessage]) -> list[str]:
-    """The contents of the tool results after the last model answer: the step's progress."""
-    results: list[str] = []
-    for message in reversed(messages):
-        if isinstance(message, AIMessage):
-            break
-        if isinstance(message, ToolMessage):
-            results.append(str(message.content))
-    return results
-
-
 def _pieces(item: Union[BaseMessage, str]) -> list[Piece]:
     """The text of a streamed token, a streamed chunk or a whole answer: its text, and each
     tool call's arguments as a source of its own. Called per token: the common chunk (text
@@ -584,11 +495,3 @@ def _pieces(item: Union[BaseMessage, str]) -> list[Piece]:
             arguments = json.dumps(call["args"], ensure_ascii=False)
             pieces.append(Piece(f"tool_calls[{position}].arguments", arguments, call["name"]))
     return pieces
-
-
-def _scan(message: AIMessage, rules: Optional[Rules], keep: int) -> Optional[Degeneration]:
-    """What the stream guard finds in a whole answer (the same as over its stream)."""
-    guard = Guarded(iter([message]), _pieces, on_degeneration="stop", rules=rules, keep=keep)
-    for _ in guard:
-        pass
-    return guard.degeneration

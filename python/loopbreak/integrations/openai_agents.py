@@ -1,48 +1,61 @@
 """loopbreak for the OpenAI Agents SDK: ``Runner.run`` with one governed policy per run.
 
 ``LoopbreakRunner(config).run(agent, input)`` is ``Runner.run(agent, input)`` with a fresh
-``RunPolicy``, stream guard and ``RunEvidence`` for that run, wired to the SDK's own hook points:
+``AgentRun`` (policy, answer guard, evidence) for that run, wired to the SDK's own hook points:
 
-- ``max_turns`` is the policy's ``max_steps`` (one step cap, the SDK's), and the max-turns error
-  handler ends a run that reaches it with a final answer saying so: the policy's ``max_steps``
-  stop, no exception.
-- ``RunConfig.call_model_input_filter`` runs before every model call: it ends the previous step
-  with the tool results seen since (progress) and starts the next one, appending the step
-  warnings and the final-step nudge to the instructions of that call. A stop there (no
-  progress, a budget) raises ``RunStopped``.
+- ``max_turns`` is the policy's ``max_steps`` (one step cap, the SDK's).
 - A tool input guardrail on each of the agent's function tools checks repeated actions and the
-  tool-call budget before the tool runs; a stop trips it (``raise_exception``), so the SDK
-  halts with ``ToolInputGuardrailTripwireTriggered``. Under lockdown, ``is_enabled`` offers no
-  function tools on the final step. The tools are those of a per-run copy of the agent; the
-  agent passed in is not changed.
-- ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result
-  as progress.
-- ``run_streamed(...).stream_events()`` guards the streamed answer and each tool call's
-  arguments: on a loop it stops, cancels the run (``RunResultStreaming.cancel()``) so the
-  model stops, and the trimmed answer is appended to the history the run leaves
-  (``GovernedRun.messages``, the input list a next run continues from); a cut tool call is
-  never run.
+  tool-call budget before the tool runs. A stop (or, with ``PolicyConfig.recovery_turn``, the
+  first refused repeat) rejects the call (``reject_content``): the tool does not run and the
+  model gets the message as its result. Under lockdown, ``is_enabled`` offers no function
+  tools on the final step. The tools are those of a per-run copy of the agent; the agent
+  passed in is not changed.
+- The copy's ``tool_use_behavior``, called once the step's tools ran, ends the step with its
+  results as progress and plans the next: a stop there (the repeat stop above, no progress,
+  a budget, the step cap) ends the run with the stop message as its final output.
+- ``RunConfig.call_model_input_filter`` runs before every model call: it appends the step
+  warnings and the final-step nudge to the instructions of that call. A stop decided only there
+  (the kill switch or a budget before a step that followed no tool call) raises
+  ``AgentRunStopped``; the max-turns error handler answers a run that reaches the SDK's cap
+  without a tool call the same way as a stop, with the final output.
+- The model, as a ``Model`` of one's own (the SDK's documented extension point): the run's
+  model provider, and a model object set on the agent or the run config, are wrapped so that
+  each whole (unstreamed) answer, its reasoning and its tool-call arguments are checked before
+  the SDK reads the response: a loop is replaced by its trimmed text (the run ends with it as
+  the final output, and no cut tool call runs).
+- ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result as
+  progress.
+- ``run_streamed(...).stream_events()`` guards the streamed answer, reasoning and each tool
+  call's arguments: on a loop it stops, cancels the run (``RunResultStreaming.cancel()``) so
+  the model stops, and the trimmed answer is appended to the history the run leaves
+  (``AgentRun.messages``, the input list a next run continues from); a cut tool call is never
+  run.
 
-Both SDK exceptions carry the run's items in ``run_data``. Every run gets a receipt, however it
-ended (``last_run.receipt``, ``on_receipt``).
+Every run gets a receipt, however it ended (``last_run.receipt``, ``on_receipt``).
 
 Not covered: the tools of agents reached by a handoff and hosted tools (no input guardrails in
-the SDK), and a ``Session``, which keeps what the SDK saved (the cut answer is not in it).
+the SDK), the whole answers of a handoff agent given a model object of its own, and a
+``Session``, which keeps what the SDK saved (a cut streamed answer is not in
+it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import replace
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from agents import (
     Agent,
     AgentsException,
     FunctionTool,
+    FunctionToolResult,
     ItemHelpers,
+    Model,
+    ModelProvider,
+    ModelRetryAdvice,
+    ModelRetryAdviceRequest,
     RawResponsesStreamEvent,
     RunConfig,
     RunHooks,
@@ -54,9 +67,10 @@ from agents import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailTripwireTriggered,
+    ToolsToFinalOutputResult,
 )
 from agents.agent import AgentBase
-from agents.items import ModelResponse, TResponseInputItem
+from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
@@ -64,61 +78,69 @@ from agents.tool_guardrails import ToolInputGuardrailData
 from openai.types.responses import (
     ResponseCreatedEvent,
     ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputItem,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseReasoningItem,
+    ResponseReasoningSummaryTextDeltaEvent,
+    ResponseReasoningTextDeltaEvent,
     ResponseTextDeltaEvent,
 )
 
-from loopbreak._core import DEFAULT_KEEP, Rules, trim
+from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.decision import Decision
 from loopbreak.agent.policy import PolicyConfig
-from loopbreak.agent.receipt import Verifier
 from loopbreak.errors import LoopbreakError
-from loopbreak.integrations._governance import GovernedRun, ReceiptCallback
-from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Piece
+from loopbreak.integrations._governance import (
+    AgentRun,
+    AgentVerifier,
+    FrameworkErrors,
+    Governance,
+    ReceiptCallback,
+)
+from loopbreak.streaming.guard import CONTENT, REASONING, Piece
 
-__all__ = ["LoopbreakRunner", "LoopbreakStream", "RunStopped"]
+__all__ = ["AgentRunStopped", "LoopbreakRunner", "LoopbreakStream"]
 
 GUARDRAIL_NAME = "loopbreak"
-TIMEOUTS = (TimeoutError, asyncio.TimeoutError)
 
 
-class RunStopped(LoopbreakError, AgentsException):
-    """The run policy stopped the run before a model call (no progress, a spent budget). An
-    ``AgentsException``, so the SDK attaches the run's items as ``run_data``."""
+class AgentRunStopped(LoopbreakError, AgentsException):
+    """The run policy stopped the agent run before a model call that followed no tool call
+    (the kill switch, a spent budget). An ``AgentsException``, so the SDK attaches the run's
+    items as ``run_data``. Every other stop ends the run with the stop message as its final
+    output."""
 
     def __init__(self, decision: Decision, message: str) -> None:
         super().__init__(message)
         self.decision = decision
 
 
-class LoopbreakRunner:
-    """Runs agents like ``Runner``, each run governed by its own policy (module docstring).
+ERRORS = FrameworkErrors(halts=(AgentRunStopped, ToolInputGuardrailTripwireTriggered))
+"""A halt by loopbreak, or another guardrail's trip (no outcome to record)."""
 
-    ``config`` holds the policy's limits; ``verifier`` checks the destination for the receipt
-    of a finished run; ``audit`` receives every run's decisions (default: one in-memory log per
-    run); ``on_receipt`` is called with each receipt; ``rules`` tunes the stream guard.
-    ``last_run`` is the most recent run's ``GovernedRun``.
-    """
+
+class LoopbreakRunner:
+    """Runs agents like ``Runner``, each run governed by its own ``AgentRun`` (module
+    docstring). The options are those of every loopbreak agent adapter (``Governance``);
+    ``last_run`` is the most recent run."""
 
     def __init__(
         self,
         config: Optional[PolicyConfig] = None,
         *,
-        verifier: Optional[Verifier] = None,
+        verifier: Optional[AgentVerifier] = None,
         audit: Optional[AuditLog] = None,
         on_receipt: Optional[ReceiptCallback] = None,
         rules: Optional[Rules] = None,
+        keep: int = DEFAULT_KEEP,
     ) -> None:
-        if config is not None and not isinstance(config, PolicyConfig):
-            raise TypeError(f"config must be a PolicyConfig, got {type(config).__name__}")
-        if verifier is not None and not callable(verifier):
-            raise TypeError(f"verifier must be callable, got {type(verifier).__name__}")
-        self._config = config
-        self._verifier = verifier
-        self._audit = audit
-        self._on_receipt = on_receipt
-        self._rules = rules
-        self.last_run: Optional[GovernedRun] = None
+        self.governance = Governance(
+            config, verifier=verifier, audit=audit, on_receipt=on_receipt, rules=rules, keep=keep
+        )
+        self.last_run: Optional[AgentRun] = None
 
     def _start(self, agent: Agent[Any], kwargs: dict[str, Any]) -> _Run:
         for name in ("max_turns", "hooks"):
@@ -126,11 +148,9 @@ class LoopbreakRunner:
                 raise TypeError(
                     f"{name} is set by LoopbreakRunner (max_turns is PolicyConfig.max_steps)"
                 )
-        governed = GovernedRun(
-            self._config, verifier=self._verifier, audit=self._audit, on_receipt=self._on_receipt
-        )
+        governed = self.governance.new_run(ERRORS)
         self.last_run = governed
-        return _Run(governed, agent, kwargs, self._rules)
+        return _Run(governed, agent, kwargs)
 
     async def run(
         self, agent: Agent[Any], input: Union[str, list[TResponseInputItem]], **kwargs: Any
@@ -143,9 +163,8 @@ class LoopbreakRunner:
         except BaseException as error:
             run.ended_with(error)
             raise
-        run.governed.messages = result.to_input_list()
-        if not run.governed.ended_by_loopbreak:
-            run.governed.evidence.record_natural_finish()
+        run.governed.messages = run.history(result)
+        run.governed.finished_naturally()
         run.governed.finish()
         return result
 
@@ -172,9 +191,7 @@ class LoopbreakStream:
         reading early: that cancels the run too."""
         governed = self._run.governed
         offsets = _AnswerOffsets()
-        guarded = AsyncGuarded(
-            _RunEvents(self.result), offsets.pieces, on_degeneration="stop", rules=self._run.rules
-        )
+        guarded = governed.guard_stream(_RunEvents(self.result), offsets.pieces)
         try:
             async for event in guarded:
                 yield event
@@ -183,16 +200,14 @@ class LoopbreakStream:
             raise
         finally:
             await guarded.aclose()  # cancels the run unless it completed
-        degeneration = guarded.degeneration
-        messages = self.result.to_input_list()
+        messages = self._run.history(self.result)
+        degeneration = governed.stream_ended(guarded)
         if degeneration is not None:
             # The SDK keeps nothing of an answer cancelled mid-stream: add the trimmed one.
-            governed.record_degeneration(degeneration)
-            answer = trim(guarded.text[offsets.answer_start :], DEFAULT_KEEP, self._run.rules)
-            if answer.text:  # empty when the loop was in a tool call's arguments
-                messages.append({"role": "assistant", "content": answer.text})
-        elif not governed.ended_by_loopbreak:
-            governed.evidence.record_natural_finish()
+            answer = governed.trimmed(guarded.text[offsets.answer_start :])
+            if answer:  # empty when the loop was in a tool call's arguments
+                messages.append({"role": "assistant", "content": answer})
+        governed.finished_naturally()
         governed.messages = messages
         governed.finish()
 
@@ -221,8 +236,8 @@ class _RunEvents:
 
 class _AnswerOffsets:
     """Stream-guard pieces of the SDK's events: the answer text of every model call is one
-    source (and where the current call's answer starts in it), each tool call's arguments
-    another."""
+    source (and where the current call's answer starts in it), its reasoning another, each
+    tool call's arguments another."""
 
     def __init__(self) -> None:
         self.answer_start = 0
@@ -237,29 +252,66 @@ class _AnswerOffsets:
         elif isinstance(data, ResponseTextDeltaEvent):
             self._length += len(data.delta)
             yield Piece(CONTENT, data.delta)
+        elif isinstance(
+            data, (ResponseReasoningTextDeltaEvent, ResponseReasoningSummaryTextDeltaEvent)
+        ):
+            yield Piece(REASONING, data.delta)
         elif isinstance(data, ResponseFunctionCallArgumentsDeltaEvent):
             yield Piece(f"output[{data.output_index}].arguments", data.delta)
 
 
-class _Run:
-    """The SDK hook points of one run, each translated to a ``GovernedRun`` call."""
+def _response_pieces(response: ModelResponse) -> Iterator[Piece]:
+    """A whole model response as the stream guard reads a streamed one: the same sources."""
+    for index, item in enumerate(response.output):
+        if isinstance(item, ResponseOutputMessage):
+            for part in item.content:
+                if isinstance(part, ResponseOutputText):
+                    yield Piece(CONTENT, part.text)
+        elif isinstance(item, ResponseReasoningItem):
+            for summary in item.summary:
+                yield Piece(REASONING, summary.text)
+            for content in item.content or ():
+                yield Piece(REASONING, content.text)
+        elif isinstance(item, ResponseFunctionToolCall):
+            yield Piece(f"output[{index}].arguments", item.arguments, item.name)
 
-    def __init__(
-        self,
-        governed: GovernedRun,
-        agent: Agent[Any],
-        kwargs: dict[str, Any],
-        rules: Optional[Rules],
-    ) -> None:
+
+def _answer(text: str) -> ResponseOutputItem:
+    return ResponseOutputMessage(
+        id="loopbreak",
+        type="message",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
+    )
+
+
+class _Run:
+    """The SDK hook points of one run, each translated to an ``AgentRun`` call."""
+
+    def __init__(self, governed: AgentRun, agent: Agent[Any], kwargs: dict[str, Any]) -> None:
         self.governed = governed
-        self.rules = rules
         self._kwargs = kwargs
         self._tool_in_flight: Optional[str] = None
         self._calls_checked = 0  # tool calls of the current step that reached the guardrail
+        self._planned_ahead = False  # the step after the tools' step is planned
+        self._stop_answered = False  # a stop ended the run with its message as final output
         self._guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check_tool, name=GUARDRAIL_NAME
         )
-        self.agent = agent.clone(tools=[self._governed_tool(tool) for tool in agent.tools])
+        behavior = agent.tool_use_behavior
+        if behavior != "run_llm_again" and not callable(behavior):
+            raise TypeError(
+                "LoopbreakRunner governs agents whose tool_use_behavior is 'run_llm_again' or "
+                f"a function, got {behavior!r}"
+            )
+        self._behavior = behavior
+        model = agent.model
+        self.agent = agent.clone(
+            tools=[self._governed_tool(tool) for tool in agent.tools],
+            tool_use_behavior=self._tools_ran,
+            model=_CheckedModel(model, self.model_answered) if isinstance(model, Model) else model,
+        )
 
     def runner_kwargs(self) -> dict[str, Any]:
         kwargs = dict(self._kwargs)
@@ -270,9 +322,16 @@ class _Run:
         if "max_turns" in error_handlers:
             raise TypeError("the max_turns error handler is set by LoopbreakRunner")
         error_handlers["max_turns"] = self._on_max_turns
+        model = run_config.model
+        checked = replace(
+            run_config,
+            call_model_input_filter=self._filter,
+            model_provider=_CheckedProvider(run_config.model_provider, self.model_answered),
+            model=_CheckedModel(model, self.model_answered) if isinstance(model, Model) else model,
+        )
         return {
             **kwargs,
-            "run_config": replace(run_config, call_model_input_filter=self._filter),
+            "run_config": checked,
             "error_handlers": error_handlers,
             "hooks": _Hooks(self),
             "max_turns": self.governed.policy.config.max_steps,
@@ -296,27 +355,64 @@ class _Run:
 
     def _offers_tools(self) -> bool:
         """Whether a function tool is enabled now. The SDK asks twice per turn: when it offers
-        the tools of the next model call, before the input filter plans that step (so the
-        answer is the policy's for the next step), and when it runs the current step's calls,
+        the tools of the next model call (that step was planned when the tools of the last one
+        ran, or is about to be by the input filter) and when it runs the current step's calls,
         before any of them reached the guardrail (they were offered: yes). A call to a tool
         the step did not offer never gets that far: the SDK finds no such tool."""
-        if self.governed.plan is not None and not self._calls_checked:
+        plan = self.governed.plan
+        if plan is not None and self._planned_ahead:
+            return plan.tools_enabled
+        if plan is not None and not self._calls_checked:
             return True
         return self.governed.next_step_offers_tools()
 
     def _check_tool(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         self._calls_checked += 1
         decision = self.governed.check_tool(data.context.tool_name, data.context.tool_arguments)
-        if decision.stopped:
-            return ToolGuardrailFunctionOutput.raise_exception(output_info=decision.to_dict())
+        if decision.stopped or decision.refused:
+            # Not run; the model reads why as the call's result (a stop ends the run next).
+            message = decision.message or ""
+            return ToolGuardrailFunctionOutput.reject_content(message, decision.to_dict())
         return ToolGuardrailFunctionOutput.allow(output_info=decision.to_dict())
 
-    def _filter(self, data: CallModelData[Any]) -> ModelInputData:
+    async def _tools_ran(
+        self, context: RunContextWrapper[Any], results: list[FunctionToolResult]
+    ) -> ToolsToFinalOutputResult:
+        """The step's tools ran: end the step, plan the next; a stop is the final output."""
         self._calls_checked = 0
-        plan = self.governed.begin_step(data.model_data.instructions or "")
+        plan = self.governed.begin_step()
+        self._planned_ahead = True
         if plan.decision.stopped:
-            raise RunStopped(plan.decision, self.governed.user_message())
-        return ModelInputData(input=data.model_data.input, instructions=plan.system_prompt)
+            self._stop_answered = True
+            return ToolsToFinalOutputResult(
+                is_final_output=True, final_output=self.governed.user_message()
+            )
+        if self._behavior == "run_llm_again":
+            return ToolsToFinalOutputResult(is_final_output=False, final_output=None)
+        assert callable(self._behavior)
+        answer = self._behavior(context, results)
+        return await answer if inspect.isawaitable(answer) else answer
+
+    def history(self, result: Union[RunResult, RunResultStreaming]) -> list[TResponseInputItem]:
+        """The input list a next run continues from, ending with the stop message when a stop
+        was the final output (the SDK keeps a final output from tools out of its items)."""
+        messages = result.to_input_list()
+        if self._stop_answered:
+            messages.append({"role": "assistant", "content": self.governed.user_message()})
+        return messages
+
+    def _filter(self, data: CallModelData[Any]) -> ModelInputData:
+        instructions = data.model_data.instructions or ""
+        plan = self.governed.plan
+        if plan is None or not self._planned_ahead:
+            plan = self.governed.begin_step()
+        self._planned_ahead = False
+        self._calls_checked = 0
+        if plan.decision.stopped:
+            raise AgentRunStopped(plan.decision, self.governed.user_message())
+        return ModelInputData(
+            input=data.model_data.input, instructions=plan.prompt_for(instructions)
+        )
 
     def _on_max_turns(self, data: RunErrorHandlerInput[Any]) -> RunErrorHandlerResult:
         # The SDK's turn cap is the policy's step cap: the policy records the stop it makes.
@@ -327,27 +423,26 @@ class _Run:
         usage = response.usage
         self.governed.record_usage(_model_name(agent), usage.input_tokens, usage.output_tokens)
 
+    def model_answered(self, response: ModelResponse) -> None:
+        """Checks a whole answer (a streamed one is checked as it streams): a loop is replaced
+        by its trimmed text, which ends the run."""
+        degeneration = self.governed.check_answer(response, _response_pieces)
+        if degeneration is not None:
+            text = degeneration.persist_text if degeneration.source == CONTENT else ""
+            # The SDK builds the history and the final output from this list, after this hook.
+            response.output[:] = [_answer(text or self.governed.user_message())]
+
     def tool_started(self, tool: Tool) -> None:
         self._tool_in_flight = tool.name
 
     def tool_ended(self, tool: Tool, result: object) -> None:
         self._tool_in_flight = None
-        self.governed.record_progress(f"{tool.name}: {result}")
+        self.governed.record_tool_result(tool.name, result)
 
     def ended_with(self, error: BaseException) -> None:
         """Records how an exception ended the run, keeps its items, builds the receipt."""
         governed = self.governed
-        governed.error = error
-        evidence = governed.evidence
-        if isinstance(error, (RunStopped, ToolInputGuardrailTripwireTriggered)):
-            pass  # the policy's own stop is the evidence (another guardrail's trip: no outcome)
-        elif isinstance(error, TIMEOUTS) or isinstance(error.__cause__, TIMEOUTS):
-            # The SDK raises a tool's error as a UserError caused by it.
-            evidence.record_timeout(error)
-        elif isinstance(error, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)):
-            evidence.record_user_abort(type(error).__name__)
-        elif self._tool_in_flight is not None:
-            evidence.record_tool_failure(self._tool_in_flight, error)
+        governed.failed(error, where=self._tool_in_flight)
         run_data = error.run_data if isinstance(error, AgentsException) else None
         if run_data is not None:
             governed.messages = ItemHelpers.input_to_new_input_list(run_data.input) + [
@@ -376,10 +471,50 @@ class _Hooks(RunHooks[Any]):
         self._run.tool_ended(tool, result)
 
 
+class _CheckedModel(Model):
+    """A run's model whose whole answers are checked (``answered``) before the SDK reads them;
+    a streamed answer passes through (``stream_events()`` guards it)."""
+
+    def __init__(self, inner: Model, answered: Callable[[ModelResponse], None]) -> None:
+        self.inner = inner
+        self._answered = answered
+
+    # The interface's arguments, passed on unchanged (``Model.get_response`` names them).
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        response = await self.inner.get_response(*args, **kwargs)
+        self._answered(response)
+        return response
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[TResponseStreamEvent]:
+        return self.inner.stream_response(*args, **kwargs)
+
+    def get_retry_advice(self, request: ModelRetryAdviceRequest) -> Optional[ModelRetryAdvice]:
+        return self.inner.get_retry_advice(request)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+class _CheckedProvider(ModelProvider):
+    """The run's model provider, handing out its models checked."""
+
+    def __init__(self, inner: ModelProvider, answered: Callable[[ModelResponse], None]) -> None:
+        self._inner = inner
+        self._answered = answered
+
+    def get_model(self, model_name: Optional[str]) -> Model:
+        return _CheckedModel(self._inner.get_model(model_name), self._answered)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 def _model_name(agent: Agent[Any]) -> str:
     """The model's name as budgets' prices know it: the agent's model string, or the
     ``model`` attribute of a model object (the SDK's OpenAI models have one)."""
     model = agent.model
+    if isinstance(model, _CheckedModel):
+        model = model.inner
     if isinstance(model, str):
         return model
     name = getattr(model, "model", None)

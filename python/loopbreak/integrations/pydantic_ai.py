@@ -1,7 +1,7 @@
 """loopbreak for pydantic-ai agents: a capability that governs each run.
 
 ``Agent(model, capabilities=[LoopbreakCapability(PolicyConfig(max_steps=6))])`` gives every run
-of the agent its own ``RunPolicy``, stream guard and ``RunEvidence`` (``for_run``), through the
+of the agent its own ``AgentRun`` (policy, answer guard, evidence; ``for_run``), through the
 capability hooks of pydantic-ai:
 
 - ``before_model_request``: one policy step per model request. The step warnings and the
@@ -12,8 +12,9 @@ capability hooks of pydantic-ai:
   accept that text (pydantic-ai asks again), the run is cancelled instead (``ctx.cancel()``):
   ``RunCancelled`` carries the messages.
 - ``before_tool_execute``: the repeated-action and tool-call checks, before the tool runs; a
-  stopped call is answered with the stop message instead (``SkipToolExecution``) and the next
-  request ends the run. ``after_tool_execute`` reports each result as progress.
+  stopped call (or, with ``PolicyConfig.recovery_turn``, a refused repeat) is answered with the
+  decision's message instead (``SkipToolExecution``); after a stop the next request ends the
+  run. ``after_tool_execute`` reports each result as progress.
 - ``wrap_run_event_stream``: the model's streamed text and tool-call arguments go through a
   stream guard; on a loop the guard stops pulling, which closes the model's stream, and
   ``after_model_request`` puts the trimmed text in the response the history keeps (its cut
@@ -33,6 +34,7 @@ read up to the cut as it was.
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Iterator
 from dataclasses import replace
@@ -67,17 +69,19 @@ from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import ToolDefinition
 
-from loopbreak._core import Rules
+from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.decision import Number
 from loopbreak.agent.policy import PolicyConfig
-from loopbreak.agent.receipt import Verifier
 from loopbreak.integrations._governance import (
     LOCKDOWN_TOOL_ANSWER,
-    GovernedRun,
+    AgentRun,
+    AgentVerifier,
+    FrameworkErrors,
+    Governance,
     ReceiptCallback,
 )
-from loopbreak.streaming.guard import CONTENT, AsyncGuarded, Piece
+from loopbreak.streaming.guard import CONTENT, Piece
 
 __all__ = ["LoopbreakCapability"]
 
@@ -94,69 +98,49 @@ _USAGE_OF_LIMIT = {
 }
 
 
-class LoopbreakCapability(AbstractCapability[Any]):
-    """Governs every run of the agent it is given to (see the module docstring).
+ERRORS = FrameworkErrors(timeouts=(ModelRequestTimeout, ModelTimeoutError), aborts=(RunCancelled,))
 
-    ``config`` holds the policy's limits (one fresh ``RunPolicy`` per run); ``verifier`` checks
-    the destination for the receipt of a finished run; ``audit`` receives every run's
-    decisions (default: one in-memory log per run); ``on_receipt`` is called with each run's
-    receipt; ``rules`` tunes the stream guard. ``last_run`` is the most recent run's
-    ``GovernedRun`` (policy, evidence, receipt, messages).
-    """
+
+class LoopbreakCapability(AbstractCapability[Any]):
+    """Governs every run of the agent it is given to (see the module docstring). The options
+    are those of every loopbreak agent adapter (``Governance``); ``last_run`` is the most recent
+    run of the agent (policy, evidence, receipt, messages)."""
 
     def __init__(
         self,
         config: Optional[PolicyConfig] = None,
         *,
-        verifier: Optional[Verifier] = None,
+        verifier: Optional[AgentVerifier] = None,
         audit: Optional[AuditLog] = None,
         on_receipt: Optional[ReceiptCallback] = None,
         rules: Optional[Rules] = None,
+        keep: int = DEFAULT_KEEP,
     ) -> None:
         super().__init__()
-        if config is not None and not isinstance(config, PolicyConfig):
-            raise TypeError(f"config must be a PolicyConfig, got {type(config).__name__}")
-        if verifier is not None and not callable(verifier):
-            raise TypeError(f"verifier must be callable, got {type(verifier).__name__}")
-        self._config = config
-        self._verifier = verifier
-        self._audit = audit
-        self._on_receipt = on_receipt
-        self._rules = rules
+        self.governance = Governance(
+            config, verifier=verifier, audit=audit, on_receipt=on_receipt, rules=rules, keep=keep
+        )
         self._template: LoopbreakCapability = self
-        self._run: Optional[GovernedRun] = None
-        self._last_run: Optional[GovernedRun] = None
+        self._run: Optional[AgentRun] = None
+        self._last_run: Optional[AgentRun] = None
         self._messages: list[ModelMessage] = []
         self._failed_tool: Optional[str] = None
         self._stop_answered = False
         self._model_name = "unknown"  # the model of the last request
 
     @property
-    def last_run(self) -> Optional[GovernedRun]:
+    def last_run(self) -> Optional[AgentRun]:
         """The most recent run of the agent (None before the first)."""
         return self._template._last_run
 
     async def for_run(self, ctx: RunContext[Any]) -> LoopbreakCapability:
         """A fresh instance per run, holding that run's policy and evidence."""
-        instance = LoopbreakCapability(
-            self._config,
-            verifier=self._verifier,
-            audit=self._audit,
-            on_receipt=self._on_receipt,
-            rules=self._rules,
-        )
-        instance._template = self
-        instance._run = GovernedRun(
-            self._config,
-            verifier=self._verifier,
-            audit=self._audit,
-            on_receipt=self._on_receipt,
-            run_id=ctx.run_id,
-        )
+        instance = copy.copy(self)
+        instance._run = self.governance.new_run(ERRORS, run_id=ctx.run_id)
         self._last_run = instance._run
         return instance
 
-    def _governed(self) -> GovernedRun:
+    def _governed(self) -> AgentRun:
         if self._run is None:
             raise RuntimeError("LoopbreakCapability hooks run only inside an agent run")
         return self._run
@@ -165,40 +149,32 @@ class LoopbreakCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, handler: WrapRunHandler
     ) -> AgentRunResult[Any]:
         run = self._governed()
+        run.state = ctx
         try:
             result = await handler()
         except BaseException as error:
-            run.error = error
-            self._record_error(ctx, error)
+            if isinstance(error, UsageLimitExceeded):
+                self._record_usage_limit(ctx, error)
+            run.failed(error, where=self._failed_tool, timed_out=_run_timed_out(ctx, error))
             raise
         else:
-            if not run.ended_by_loopbreak:
-                run.evidence.record_natural_finish()
+            run.finished_naturally()
             return result
         finally:
             run.messages = list(self._messages)
             run.finish()
 
-    def _record_error(self, ctx: RunContext[Any], error: BaseException) -> None:
-        evidence = self._governed().evidence
-        if isinstance(error, UsageLimitExceeded):
-            name, value, limit = _usage_limit(ctx, error)
-            evidence.record_limit(name, value=value, limit=limit)
-            # A token limit stops a streamed response before after_model_request sees it:
-            # its tokens are in pydantic-ai's count only.
-            used = self._governed().policy.usage()
-            unseen_in = max(ctx.usage.input_tokens - used.input_tokens, 0)
-            unseen_out = max(ctx.usage.output_tokens - used.output_tokens, 0)
-            if unseen_in or unseen_out:
-                self._governed().record_usage(self._model_name, unseen_in, unseen_out)
-        elif _timed_out(ctx, error):
-            evidence.record_timeout(error)
-        elif isinstance(error, (RunCancelled, asyncio.CancelledError)):
-            if not self._governed().ended_by_loopbreak:  # else loopbreak cancelled it
-                evidence.record_user_abort(error)
-        elif self._failed_tool is not None:
-            evidence.record_tool_failure(self._failed_tool, error)
-        # Anything else (a model API error, a bug) leaves no outcome: the receipt is UNCERTAIN.
+    def _record_usage_limit(self, ctx: RunContext[Any], error: UsageLimitExceeded) -> None:
+        run = self._governed()
+        name, value, limit = _usage_limit(ctx, error)
+        run.record_limit(name, value=value, limit=limit)
+        # A token limit stops a streamed response before after_model_request sees it: its
+        # tokens are in pydantic-ai's count only.
+        used = run.policy.usage()
+        unseen_in = max(ctx.usage.input_tokens - used.input_tokens, 0)
+        unseen_out = max(ctx.usage.output_tokens - used.output_tokens, 0)
+        if unseen_in or unseen_out:
+            run.record_usage(self._model_name, unseen_in, unseen_out)
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
@@ -206,7 +182,7 @@ class LoopbreakCapability(AbstractCapability[Any]):
         run = self._governed()
         self._messages = ctx.messages  # the run's history, read again when the run ends
         self._model_name = request_context.model.model_name
-        plan = None if run.ended_by_loopbreak else run.begin_step()
+        plan = None if run.degeneration is not None else run.begin_step()
         if plan is None or plan.decision.stopped:
             if self._stop_answered:
                 # The stop's text answer was no valid output (the agent's output type is not
@@ -241,14 +217,13 @@ class LoopbreakCapability(AbstractCapability[Any]):
         self, ctx: RunContext[Any], *, stream: AsyncIterable[AgentStreamEvent]
     ) -> AsyncIterator[AgentStreamEvent]:
         run = self._governed()
-        guarded = AsyncGuarded(stream, _event_pieces, on_degeneration="stop", rules=self._rules)
+        guarded = run.guard_stream(stream, _event_pieces)
         try:
             async for event in guarded:
                 yield event
         finally:
             await guarded.aclose()
-            if guarded.degeneration is not None:
-                run.record_degeneration(guarded.degeneration)
+            run.stream_ended(guarded)
 
     async def before_tool_execute(
         self,
@@ -263,8 +238,9 @@ class LoopbreakCapability(AbstractCapability[Any]):
         if plan is not None and not plan.tools_enabled and not plan.decision.stopped:
             raise SkipToolExecution(LOCKDOWN_TOOL_ANSWER)
         # The model's own arguments, before validation coerced them: the key normalizes them.
-        if run.check_tool(call.tool_name, call.args).stopped:
-            raise SkipToolExecution(run.user_message())
+        decision = run.check_tool(call.tool_name, call.args)
+        if decision.stopped or decision.refused:
+            raise SkipToolExecution(decision.message or "")
         return args
 
     async def after_tool_execute(
@@ -276,7 +252,7 @@ class LoopbreakCapability(AbstractCapability[Any]):
         args: dict[str, Any],
         result: Any,
     ) -> Any:
-        self._governed().record_progress(f"{call.tool_name}: {result}")
+        self._governed().record_tool_result(call.tool_name, result)
         return result
 
     async def on_tool_execute_error(
@@ -293,12 +269,9 @@ class LoopbreakCapability(AbstractCapability[Any]):
         raise error
 
 
-def _timed_out(ctx: RunContext[Any], error: BaseException) -> bool:
-    """Whether a timeout ended the run: a model request's or a tool's, or the run's own
-    ``timeout=``, which the run sees as a cancellation (the caller gets ``RunTimedOut``)
-    after its deadline."""
-    if isinstance(error, (TimeoutError, ModelRequestTimeout, ModelTimeoutError)):
-        return True
+def _run_timed_out(ctx: RunContext[Any], error: BaseException) -> bool:
+    """Whether the run's own ``timeout=`` ended it: the run sees it as a cancellation (the
+    caller gets ``RunTimedOut``) after its deadline."""
     remaining = ctx.remaining_time()
     return isinstance(error, asyncio.CancelledError) and remaining is not None and remaining <= 0
 
