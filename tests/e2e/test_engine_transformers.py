@@ -165,8 +165,21 @@ def test_the_eos_processor_ends_looping_rows_normally(
 def test_a_criteria_watches_one_generation(engine: Engine) -> None:
     stop = LoopStoppingCriteria(engine.tokenizer, engine.model.generation_config)
     engine.generate(2, stopping_criteria=[stop])
-    with pytest.raises(LoopbreakError, match="new one for each generate"):
+    with pytest.raises(LoopbreakError, match="a new object for each generate"):
         stop(torch.zeros((1, 3), dtype=torch.long), None)
+
+
+@pytest.mark.parametrize("kind", ["criteria", "processor"])
+def test_beam_search_is_refused(engine: Engine, kind: str) -> None:
+    config = engine.model.generation_config
+    if kind == "criteria":
+        watch: dict[str, Any] = {
+            "stopping_criteria": [LoopStoppingCriteria(engine.tokenizer, config)]
+        }
+    else:
+        watch = {"logits_processor": [LoopEOSLogitsProcessor(engine.tokenizer, config)]}
+    with pytest.raises(LoopbreakError, match=r"beam search \(num_beams > 1\) is not supported"):
+        engine.generate(40, num_beams=2, **watch)
 
 
 def test_bad_arguments(engine: Engine) -> None:

@@ -44,6 +44,10 @@ their turn), and its ``after_model`` runs after the others.
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("langchain", "langchain")
+
 import asyncio
 import json
 import threading

@@ -32,6 +32,10 @@ the SDK), and a ``Session``, which keeps what the SDK saved (the cut answer is n
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("openai-agents", "agents")
+
 import asyncio
 import inspect
 from collections.abc import AsyncGenerator, Iterator
