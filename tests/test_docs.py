@@ -6,7 +6,8 @@ The rule for a ```python block: it runs as is, in a fresh namespace and an empty
 in a few seconds, with only what it imports and defines. The one thing the tests provide is the
 SDKs' own environment: ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` and ``ANTHROPIC_BASE_URL`` /
 ``ANTHROPIC_API_KEY`` name a local server that streams real recorded model outputs over HTTP
-(a real loop for any model name, tests/support/recorded_server.py and anthropic_server.py). Code
+(a real loop for any model name, tests/support/recorded_server.py and anthropic_server.py), and
+``LITELLM_LOCAL_MODEL_COST_MAP`` keeps LiteLLM from fetching its price list. Code
 that needs anything else (an API key for real, a model file, a cluster, the reader's own model
 or tools it does not define) is not a ```python block: show the ```sh command that runs its
 offline version in examples/, or define what it needs in the block.
@@ -91,6 +92,7 @@ def sdk_environment(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "local")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "local")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def test_the_docs_have_python_blocks() -> None:
