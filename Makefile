@@ -82,13 +82,14 @@ LLAMA_CPP_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 LLAMA_CPP_KEY := $(shell printf '%s' '$(LLAMA_CPP_CMAKE_ARGS)' | sha256sum | cut -c1-12)
 LLAMA_CPP_WHEELS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/loopbreak/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(LLAMA_CPP_KEY)
 
-# Built into a .partial folder and renamed when complete: an interrupted build is not reused.
+# Built into a folder of its own and renamed when complete: an interrupted build is never
+# reused, and two clones building at once do not share a folder (the second rename gives way).
 $(LLAMA_CPP_WHEELS): | $(MAKE_VENV)
-	rm -rf '$@.partial'
+	mkdir -p '$(dir $@)' && partial=$$(mktemp -d '$@.partial.XXXXXX') && \
 	CMAKE_ARGS='$(LLAMA_CPP_CMAKE_ARGS)' $(PIP) wheel -q --no-cache-dir --no-deps \
-	  'llama-cpp-python==$(LLAMA_CPP_VERSION)' -w '$@.partial'
-	printf '%s\n' '$(LLAMA_CPP_CMAKE_ARGS)' > '$@.partial/CMAKE_ARGS'
-	mv '$@.partial' '$@'
+	  'llama-cpp-python==$(LLAMA_CPP_VERSION)' -w "$$partial" && \
+	printf '%s\n' '$(LLAMA_CPP_CMAKE_ARGS)' > "$$partial/CMAKE_ARGS" && \
+	{ mv -T "$$partial" '$@' 2>/dev/null || rm -rf "$$partial"; }
 
 e2e: $(LLAMA_CPP_WHEELS)
 	$(PIP) install -q --force-reinstall --no-deps '$(LLAMA_CPP_WHEELS)'/llama_cpp_python-*.whl
