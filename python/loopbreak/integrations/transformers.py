@@ -21,7 +21,8 @@ default to ``Rules.for_tokens()``.
 
 One object serves one ``generate`` call of greedy search or sampling (``num_beams=1``): beam
 search reorders the rows between steps, which a stream per row cannot follow, and raises
-``LoopbreakError`` within a few steps (when a row's previous token is not the one it ended with).
+``LoopbreakError`` as soon as a row does not end with the token it ended with at the last call
+(for the criteria, which sees every candidate, on the second step).
 """
 
 from __future__ import annotations
