@@ -1,18 +1,30 @@
 # One entry point for development. `make test` is what CI runs (.ci/run).
-PYTHON ?= python3
+#
+# Everything installs into the clone's own virtual environment, .venv, made on first use with
+# python3: installing into whatever python3 is mixes the project's pins with the system's
+# packages (and Debian's python3 refuses `pip install` outright). PYTHON=path/to/python uses
+# another interpreter instead (an existing venv); then no .venv is made.
+VENV := .venv
+PYTHON ?= $(VENV)/bin/python
 PIP ?= $(PYTHON) -m pip
+MAKE_VENV := $(filter $(VENV)/bin/python,$(PYTHON))
 
 .PHONY: demo install test lint lint-python lint-imports lint-rust typecheck stubs test-rust test-python bench e2e fuzz fuzz-corpus
 
+# Debian and Ubuntu ship venv's pip apart, in python3-venv.
+$(VENV)/bin/python:
+	python3 -m venv $(VENV) || { command -v apt-get >/dev/null && apt-get update && \
+	  apt-get install -y python3-venv && python3 -m venv $(VENV); }
+
 # Quick start: install from source, then replay a real loop through the stream guard.
-demo:
+demo: | $(MAKE_VENV)
 	$(PIP) install -q .
-	loopbreak demo --fast
+	$(PYTHON) -m loopbreak.cli demo --fast
 
 # Builds the extension in place, with everything the tests need: the Python extras, and from
 # Debian's packages the real terminal (tmux) and browser (chromium) that the tests of
 # `loopbreak runs` and `loopbreak scan --html` look through.
-install:
+install: | $(MAKE_VENV)
 	$(PIP) install -q -e '.[test]'
 	command -v tmux >/dev/null && command -v chromium >/dev/null || \
 		(apt-get update -qq && apt-get install -y -qq tmux chromium)
@@ -63,13 +75,33 @@ bench: install
 
 # A real small model end to end: SmolLM2-135M served by llama-cpp-python on localhost, streamed
 # through the OpenAI adapter, and loaded in-process by llama-cpp-python and by transformers (torch
-# on CPU: ~3.0 GB downloaded, ~3 min cold) for the engine integrations. The first install builds llama-cpp-python (~13 min on 2 cores; pip
-# caches the wheel). Built for any x86-64 with AVX2 (GGML_NATIVE=OFF), not just this CPU: the
-# default -march=native build died with SIGILL on the first request here, and a cached wheel may
-# be reused on another machine.
-E2E_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
-e2e:
-	CMAKE_ARGS="$(E2E_CMAKE_ARGS)" $(PIP) install -q -e '.[test,e2e]'
+# on CPU: ~3.0 GB downloaded, ~3 min cold) for the engine integrations.
+#
+# llama-cpp-python is built from source, and the build must not depend on what pip's cache holds:
+# pip keeps each wheel it builds keyed by the source archive only, not by CMAKE_ARGS, and reuses
+# it without a word. A cached wheel built with -march=native (the default) died with SIGILL on
+# another CPU, and a native build crashes in ggml_backend_amx_mul_mat on CPUs with AMX
+# (docs/integrations/llama_cpp.md). So the project builds its own wheel, with pip's cache off,
+# into a folder keyed by version and flags, outside the clone (every clone on the machine reuses
+# it), and installs exactly that file over whatever is installed. The first build takes ~13 min
+# on 2 cores. GGML_NATIVE=OFF: built for any x86-64 with AVX2, not just this CPU.
+LLAMA_CPP_VERSION := $(shell sed -n 's/.*"llama-cpp-python\[server\]==\([0-9.]*\)".*/\1/p' pyproject.toml)
+LLAMA_CPP_CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+LLAMA_CPP_KEY := $(shell printf '%s' '$(LLAMA_CPP_CMAKE_ARGS)' | sha256sum | cut -c1-12)
+LLAMA_CPP_WHEELS := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/loopbreak/llama-cpp-python-$(LLAMA_CPP_VERSION)-$(LLAMA_CPP_KEY)
+
+# Built into a folder of its own and renamed when complete: an interrupted build is never
+# reused, and two clones building at once do not share a folder (the second rename gives way).
+$(LLAMA_CPP_WHEELS): | $(MAKE_VENV)
+	mkdir -p '$(dir $@)' && partial=$$(mktemp -d '$@.partial.XXXXXX') && \
+	CMAKE_ARGS='$(LLAMA_CPP_CMAKE_ARGS)' $(PIP) wheel -q --no-cache-dir --no-deps \
+	  'llama-cpp-python==$(LLAMA_CPP_VERSION)' -w "$$partial" && \
+	printf '%s\n' '$(LLAMA_CPP_CMAKE_ARGS)' > "$$partial/CMAKE_ARGS" && \
+	{ mv -T "$$partial" '$@' 2>/dev/null || rm -rf "$$partial"; }
+
+e2e: $(LLAMA_CPP_WHEELS)
+	$(PIP) install -q --force-reinstall --no-deps '$(LLAMA_CPP_WHEELS)'/llama_cpp_python-*.whl
+	$(PIP) install -q -e '.[test,e2e]'
 	$(PYTHON) -m pytest -q -m e2e tests/e2e
 
 # Fuzzing (fuzz/, cargo-fuzz): every target for FUZZ_SECONDS, seeded with the kept corpus

@@ -94,7 +94,8 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
 pub fn marker(removal: &Removal, more_follows: bool) -> String {
     const PREVIEW: usize = 60;
     let block = &removal.finding.block;
-    // Quotes, backslashes and control chars escaped; a lone surrogate (no char) as `\u{d800}`.
+    // Quotes, backslashes and control chars escaped; a lone surrogate (no char) as `\ud800`, as
+    // Python's repr (and so `loopbreak scan`'s findings) and JSON write it.
     let mut preview = String::new();
     for &u in block.iter().take(PREVIEW) {
         match char::from_u32(u) {
@@ -105,7 +106,7 @@ pub fn marker(removal: &Removal, more_follows: bool) -> String {
                 preview.push(c);
             }
             Some(c) if !c.is_control() => preview.push(c),
-            _ => preview.push_str(&format!("\\u{{{u:x}}}")),
+            _ => preview.push_str(&format!("\\u{u:04x}")),
         }
     }
     if block.len() > PREVIEW {

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from loopbreak._core import RULE_NAMES, Finding, Rules, scan_utf8_columns, scan_utf8_texts
 from loopbreak._core import scan_many as _scan_many
+from loopbreak._extras import require_extra
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,8 +85,9 @@ def scan_columns(
     """Every finding of the batch as int64 numpy columns ``row`` (index of the text), ``rule``
     (an index into ``RULE_NAMES``), ``period``, ``start``, ``repeats``, ``detected_at`` and
     ``end``, one entry per finding, in row order; ``repeats`` and ``end`` are each region's
-    whole extent, as ``scan`` reports them. Needs numpy. A null in an Arrow column scans as an
-    empty text."""
+    whole extent, as ``scan`` reports them. Needs numpy (``pip install 'loopbreak[numpy]'``). A
+    null in an Arrow column scans as an empty text."""
+    require_extra("numpy", "numpy")
     import numpy as np
 
     chunks = _arrow_chunks(texts)

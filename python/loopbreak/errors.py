@@ -9,7 +9,8 @@
     │   └── StepNotStarted              ... before ``before_step``, or after ``after_step``
     ├── RunNotFound (LookupError)       a stored run that is not there
     ├── StoreError                      a database loopbreak cannot use
-    └── ScanError                       ``loopbreak scan`` could not scan a file or a value
+    ├── ScanError                       ``loopbreak scan`` could not scan a file or a value
+    └── MissingExtra (ModuleNotFoundError)  an optional library is not installed
 
 Each error that replaces a builtin also derives from it, so ``except RuntimeError`` or ``except
 LookupError`` code keeps working. Bad arguments are not ``LoopbreakError``: a wrong type raises
@@ -109,3 +110,8 @@ class StoreError(LoopbreakError):
 class ScanError(LoopbreakError):
     """Something ``loopbreak scan`` could not scan: reported with its file (and line or row),
     counted, and the scan goes on."""
+
+
+class MissingExtra(LoopbreakError, ModuleNotFoundError):
+    """A module that needs an optional library was used without it; the message names the
+    extra that installs it (``pip install 'loopbreak[NAME]'``), ``name`` the missing module."""

@@ -23,8 +23,10 @@ SERVER_START_TIMEOUT = 300.0
 shared machine a lot more."""
 
 REGRESSION_DATA = Path(__file__).parent.parent / "data" / "smollm2_e2e.jsonl"
+"""What an earlier run generated, kept as regression data; a run never rewrites it."""
 
-_session_start = time.time()
+OUTPUTS: list[Path] = []
+"""Where this run saves what the model generated (outside the tree), once a test asked."""
 
 
 def model_path() -> Path:
@@ -102,8 +104,16 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServ
 
 @pytest.fixture(scope="session")
 def regression_data() -> Path:
-    """Where the tests save what the model generated (summarised at the end of the session)."""
+    """What an earlier run generated (tests/data/smollm2_e2e.jsonl), to read."""
     return REGRESSION_DATA
+
+
+@pytest.fixture(scope="session")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this run saves what the model generated (summarised at the end of the session)."""
+    path = tmp_path_factory.mktemp("e2e") / REGRESSION_DATA.name
+    OUTPUTS.append(path)
+    return path
 
 
 ENGINE_REPORT: list[str] = []
@@ -122,11 +132,14 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("loopbreak inside the engines (SmolLM2-135M, greedy)")
         for line in ENGINE_REPORT:
             terminalreporter.write_line(line)
-    if not REGRESSION_DATA.exists() or REGRESSION_DATA.stat().st_mtime < _session_start:
+    if not OUTPUTS or not OUTPUTS[0].exists():
         return
-    with open(REGRESSION_DATA, encoding="utf-8") as lines:
+    with open(OUTPUTS[0], encoding="utf-8") as lines:
         rows = [json.loads(line) for line in lines]
     terminalreporter.section("loopbreak on SmolLM2-135M (greedy): guarded vs unguarded")
+    terminalreporter.write_line(
+        f"outputs in {OUTPUTS[0]}; to keep them as regression data: cp {OUTPUTS[0]} {REGRESSION_DATA}"
+    )
     terminalreporter.write_line(
         f"{'prompt':<12} {'label':<6} {'streamed':>9} {'unguarded':>10} {'tokens':>12}  finding"
     )

@@ -165,8 +165,17 @@ def test_the_eos_processor_ends_looping_rows_normally(
 def test_a_criteria_watches_one_generation(engine: Engine) -> None:
     stop = LoopStoppingCriteria(engine.tokenizer, engine.model.generation_config)
     engine.generate(2, stopping_criteria=[stop])
-    with pytest.raises(LoopbreakError, match="new one for each generate"):
+    with pytest.raises(LoopbreakError, match="a new object for each generate"):
         stop(torch.zeros((1, 3), dtype=torch.long), None)
+
+
+def test_beam_search_is_refused(engine: Engine) -> None:
+    # The criteria sees every candidate of a step, ranked anew: on the second step the candidates
+    # ranked 3rd and 4th continue none of the rows it saw, so it raises there, not after a while.
+    stop = LoopStoppingCriteria(engine.tokenizer, engine.model.generation_config)
+    with pytest.raises(LoopbreakError, match=r"beam search \(num_beams > 1\) is not supported"):
+        engine.generate(40, num_beams=2, stopping_criteria=[stop])
+    assert stop.loops == [None] * len(stop.loops)  # no candidate reported as a loop
 
 
 def test_bad_arguments(engine: Engine) -> None:

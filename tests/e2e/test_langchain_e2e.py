@@ -1,8 +1,8 @@
 """A LangChain v1 agent on a real model: ``create_agent`` drives SmolLM2-135M (greedy, served by
 llama-cpp-python) through ``langchain-openai``'s ``ChatOpenAI`` over real HTTP. Given the
 home-automation task of the model corpus (``d10-greedy``), the model loops until ``max_tokens``
-(test_smollm2.py runs it unguarded with the same settings and records the output in
-tests/data/smollm2_e2e.jsonl); with ``LoopbreakMiddleware`` the agent's stream is cut where the
+(tests/data/smollm2_e2e.jsonl holds that output, unguarded with the same settings, as
+test_smollm2.py records it); with ``LoopbreakMiddleware`` the agent's stream is cut where the
 loop starts, the server sees the client go, the agent's last message is the trimmed text and the
 run's STUCK receipt is in SQLite.
 """

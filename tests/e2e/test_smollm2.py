@@ -5,7 +5,8 @@ untouched, and the saved rows must be trimmed.
 
 Each prompt runs twice: unguarded (the full output, to compare with) and guarded. The prompts
 come from the project's model corpus (ids ``dNN-greedy``), where the same model and settings
-looped (or answered cleanly). What the model generates is saved to tests/data/smollm2_e2e.jsonl.
+looped (or answered cleanly). What the model generates is saved outside the tree; the summary at
+the end says where, and how to keep it as tests/data/smollm2_e2e.jsonl.
 """
 
 from __future__ import annotations
@@ -91,11 +92,11 @@ RESULTS: dict[str, dict[str, Any]] = {}
 
 
 @pytest.fixture(scope="module", autouse=True)
-def save_outputs(regression_data: Path) -> Iterator[None]:
-    """Writes the generated outputs as regression data once every prompt has run."""
+def save_outputs(outputs: Path) -> Iterator[None]:
+    """Writes the generated outputs (outside the tree) once every prompt has run."""
     yield
     if len(RESULTS) == len(PROMPTS):
-        with open(regression_data, "w", encoding="utf-8") as out:
+        with open(outputs, "w", encoding="utf-8") as out:
             for prompt in PROMPTS:
                 out.write(json.dumps(RESULTS[prompt.id], ensure_ascii=False) + "\n")
 

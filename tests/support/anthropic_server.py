@@ -47,6 +47,11 @@ def _block_text(kind: str, recording_id: str) -> str:
     return tool_arguments(recording_id) if kind == "tool" else RECORDED[recording_id].text
 
 
+# A model name that names no blocks (``claude-sonnet-4-5`` in the docs' example) streams thinking
+# that loops before a clean answer.
+DEFAULT_BLOCKS = "thinking:d10-greedy+text:d08-greedy"
+
+
 def message_events(model: str) -> list[str]:
     """Every event of one streamed reply (see the module docstring for ``model``)."""
     return list(_message_events(model))
@@ -66,7 +71,7 @@ def _message_events(model: str) -> Iterator[str]:
     yield _event({"type": "message_start", "message": message})
     output_tokens = 0
     kinds = []
-    for index, block in enumerate(model.split("+")):
+    for index, block in enumerate((model if ":" in model else DEFAULT_BLOCKS).split("+")):
         kind, _, recording_id = block.partition(":")
         start, delta_type, field = _BLOCKS[kind]
         kinds.append(kind)

@@ -23,6 +23,10 @@ block stopped mid-stream has no signature and cannot be sent back to the model.
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("anthropic", "anthropic")
+
 from collections.abc import AsyncIterable, Iterable, Iterator
 from typing import Any, Optional, TypeVar
 

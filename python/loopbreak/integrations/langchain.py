@@ -46,6 +46,10 @@ their turn), and its ``after_model`` runs after the others.
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("langchain", "langchain")
+
 import json
 import uuid
 from collections import deque

@@ -24,6 +24,10 @@ text only; a loop in the reasoning is cut in ``Degeneration.source_persist_text`
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("litellm", "litellm")
+
 from collections.abc import AsyncGenerator, AsyncIterable, Iterable, Iterator
 from typing import (
     TYPE_CHECKING,

@@ -21,6 +21,10 @@ watches one completion: make a new one for each call.
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("llama-cpp", "llama_cpp")
+
 from typing import Optional
 
 import numpy as np

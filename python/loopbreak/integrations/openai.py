@@ -19,6 +19,10 @@ the answer text only; a loop in the reasoning is cut in ``Degeneration.source_pe
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("openai", "openai")
+
 from collections.abc import AsyncIterable, Iterable, Iterator
 from typing import Optional, TypeVar
 

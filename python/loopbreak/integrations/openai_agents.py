@@ -41,6 +41,10 @@ it).
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("openai-agents", "agents")
+
 import inspect
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import replace

@@ -33,6 +33,10 @@ read up to the cut as it was.
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("pydantic-ai", "pydantic_ai")
+
 import asyncio
 import copy
 import re

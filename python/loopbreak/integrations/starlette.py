@@ -21,6 +21,10 @@ disconnect.
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("starlette", "starlette")
+
 import json
 from collections.abc import AsyncGenerator
 from typing import Any, Optional

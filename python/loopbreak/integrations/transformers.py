@@ -20,10 +20,16 @@ decoded until a row loops; then its generated part is decoded once, for ``TokenL
 default to ``Rules.for_tokens()``.
 
 One object serves one ``generate`` call of greedy search or sampling (``num_beams=1``): beam
-search reorders the rows between steps, which a stream per row cannot follow.
+search reorders the rows between steps, which a stream per row cannot follow, and raises
+``LoopbreakError`` as soon as a row does not end with the token it ended with at the last call
+(for the criteria, which sees every candidate, on the second step).
 """
 
 from __future__ import annotations
+
+from loopbreak._extras import require_extra
+
+require_extra("transformers", "torch", "transformers")
 
 from typing import Any, Optional
 
@@ -82,6 +88,8 @@ class _Rows:
         self.streams = TokenStreams(self.rules)
         self.prompt_length = -1
         self.seen = 0
+        self.last = np.zeros(0, dtype=np.int64)
+        """Each row's last token at the previous call, to tell that a call continues it."""
         self.slots = np.zeros(0, dtype=np.int64)
         self.live = np.zeros(0, dtype=bool)
         self.live_rows = 0
@@ -106,13 +114,23 @@ class _Rows:
             self.loops = [None] * batch
             self.slots = np.array([self.streams.add() for _ in range(batch)], dtype=np.int64)
             self.looped_rows = torch.zeros(batch, dtype=torch.bool, device=input_ids.device)
-        elif batch != len(self.live) or length < self.prompt_length + self.seen:
+        elif (
+            batch != len(self.live)
+            or length < self.prompt_length + self.seen
+            or not np.array_equal(
+                input_ids[:, self.prompt_length + self.seen - 1].cpu().numpy(), self.last
+            )
+        ):
+            # Beam search hands over its candidates, reordered at every step: the token a row
+            # ended with is not the one before its new token.
             raise LoopbreakError(
-                "these input_ids do not continue the generation this object watched: use a new one"
-                " for each generate() call"
+                "these input_ids do not continue the rows this object watched: beam search"
+                " (num_beams > 1) is not supported, use greedy search or sampling, and a new"
+                " object for each generate() call"
             )
         start = self.prompt_length + self.seen
         self.seen = length - self.prompt_length
+        self.last = input_ids[:, length - 1].cpu().numpy()
         if length == start or self.live_rows == 0:
             return False
         any_looped = False

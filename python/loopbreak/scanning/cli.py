@@ -9,12 +9,13 @@ and ``loopbreak scan`` is started once per run, so its start-up is part of every
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from loopbreak.errors import ScanError
+from loopbreak.errors import MissingExtra, ScanError
 from loopbreak.scanning import json_lines, text_files
 from loopbreak.scanning.field_path import FieldPath
 from loopbreak.scanning.findings import NOTE_SUFFIX, RECORD_KEYS
@@ -150,6 +151,21 @@ def _misuse(args: argparse.Namespace) -> str:
         return "--html shows each loop in its text, which --ray does not bring back; scan on one machine"
     if args.html is not None and not args.html.parent.is_dir():
         return f"--html {args.html}: no folder {args.html.parent}"
+    if args.field is not None and Path("-") in args.paths and args.format != "jsonl":
+        return "--field reads JSON lines, and stdin is read as text: add --format jsonl"
+    if args.out is not None:
+        return _out_problem(args.out)
+    return ""
+
+
+def _out_problem(out: Path) -> str:
+    """Why the cleaned copies cannot go to ``out`` (made here if missing), or ''."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        return f"--out {out}: cannot make the folder ({error.strerror or error})"
+    if not os.access(out, os.W_OK | os.X_OK):
+        return f"--out {out}: the folder is not writable"
     return ""
 
 
@@ -174,7 +190,10 @@ def _scan_file(
     except ScanError as error:
         report.error(path, str(error))
     except OSError as error:
-        report.error(path, error.strerror or str(error))
+        # An error writing the cleaned copy names that file, not the input.
+        written = error.filename is not None and Path(error.filename) != source.path
+        where = f"cannot write {error.filename}: " if written else ""
+        report.error(path, where + (error.strerror or str(error)))
     finally:
         advance(1.0)
         report.file_done(path, scanned)
@@ -192,8 +211,8 @@ def _scan_on_ray(address: str, sources: list[Source], column: str, report: Repor
 
         from loopbreak.scanning import parquet_files
         from loopbreak.scanning.ray import read_parquet_rows, scan_dataset
-    except ImportError as error:
-        report.error("--ray", f"needs pip install 'loopbreak[ray]' ({error})")
+    except MissingExtra as error:
+        report.error("--ray", str(error))
         return
 
     rows_by_path: dict[str, int] = {}
@@ -250,8 +269,8 @@ def _parquet_files() -> Any:
     """The Parquet module, imported when first needed: pyarrow is an extra."""
     try:
         from loopbreak.scanning import parquet_files
-    except ImportError as error:
-        raise ScanError(f"Parquet needs pip install 'loopbreak[parquet]' ({error})") from None
+    except MissingExtra as error:
+        raise ScanError(f"Parquet: {error}") from None
     return parquet_files
 
 

@@ -7,6 +7,10 @@ found). It is written with pyarrow's defaults, one row group per batch read."""
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("parquet", "pyarrow", "numpy")
+
 import json
 from contextlib import ExitStack
 from typing import Any, Callable, Optional

@@ -15,6 +15,10 @@ every node can read, with ``read_parquet_rows`` telling each row by its file and
 
 from __future__ import annotations
 
+from loopbreak._extras import require_extra
+
+require_extra("ray", "ray.data", "pyarrow", "numpy")
+
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, Optional

@@ -82,6 +82,10 @@ class Report:
         if self._errors_by_file[path] <= ERRORS_SHOWN_PER_FILE:
             self.progress.print(f"loopbreak scan: {path}: {message}", sys.stderr)
 
+    def note(self, path: str, message: str) -> None:
+        """Something worth knowing about a file that was scanned all the same."""
+        self.progress.print(f"loopbreak scan: {path}: {message}", sys.stderr)
+
     def file_done(self, path: str, scanned: bool) -> None:
         """Counts the file if it was scanned (with or without row errors)."""
         self.files += scanned

@@ -16,7 +16,15 @@ def scan(source: Source, report: Report, advance: Callable[[float], None]) -> No
     data = sys.stdin.buffer.read() if source.path == STDIN else source.path.read_bytes()
     # Undecodable bytes become lone surrogates: one unit each, so offsets still index the text,
     # and they encode back to the same bytes.
-    text = data.decode("utf-8", errors="surrogateescape")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        report.note(
+            str(source.path),
+            f"not valid UTF-8 (byte {error.start}): each undecodable byte shows as \\udcXX"
+            " and is kept as it was",
+        )
+        text = data.decode("utf-8", errors="surrogateescape")
     found = scan_batch([text])
     report.scanned(1)
     report.add(found, lambda row: {"path": str(source.path)})

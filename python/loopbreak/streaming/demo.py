@@ -69,9 +69,22 @@ def replay(text: str, tokens_per_second: float) -> Iterator[str]:
 def run(db: str, fast: bool) -> int:
     # Imported here: the `loopbreak` command registers this subcommand on every run (a scan
     # too), and the store brings sqlite3.
+    import sqlite3
+
+    from loopbreak.errors import StoreError
     from loopbreak.store import Database
     from loopbreak.streaming import persist
 
+    # Opened before the stream, so a database that cannot be used stops the demo before it runs.
+    try:
+        database = Database(db)
+    except (sqlite3.Error, StoreError) as error:
+        print(
+            f"loopbreak demo: --db {db}: {error}; give a new file in an existing folder, or a"
+            " loopbreak database",
+            file=sys.stderr,
+        )
+        return 2
     recording = load_recording()
     out = sys.stdout
     out.write(f"Replaying a real {recording.model} output as a live stream.\n")
@@ -95,7 +108,7 @@ def run(db: str, fast: bool) -> int:
         f"model went on to its {recording.completion_tokens}-token limit.\n"
     )
 
-    with Database(db) as database:
+    with database:
         run_id = persist.save_result(database, guarded)
         stored = persist.load_run(database, run_id)
     out.write(f"\nStored run {stored.id} in {os.path.abspath(db)} (table runs):\n")

@@ -1,0 +1,84 @@
+"""Wrong invocations of the ``loopbreak`` command, run as a person runs it (a subprocess): each
+gets one line on stderr that says what to do, no traceback, exit status 2, and nothing is
+written or streamed first."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+LOOP = "loadTools. " * 300
+
+
+def loopbreak(
+    *args: str, cwd: Path, stdin: Optional[str] = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "loopbreak.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        input=stdin,
+    )
+
+
+def one_line_error(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("db", ["missing/folder/x.db", "notes.txt"])
+def test_demo_with_a_database_it_cannot_use(tmp_path: Path, db: str) -> None:
+    (tmp_path / "notes.txt").write_text("not a database\n" * 100)
+    done = loopbreak("demo", "--fast", "--db", db, cwd=tmp_path)
+    line = one_line_error(done)
+    assert line.startswith(f"loopbreak demo: --db {db}: ")
+    assert line.endswith("give a new file in an existing folder, or a loopbreak database")
+    assert done.stdout == ""  # nothing streamed before the check
+    assert (tmp_path / "notes.txt").read_text() == "not a database\n" * 100
+
+
+def test_trim_into_a_folder_that_cannot_be_made(tmp_path: Path) -> None:
+    (tmp_path / "chats.jsonl").write_text(json.dumps({"text": LOOP}) + "\n")
+    (tmp_path / "taken").write_text("a file, so no folder can be made below it")
+    done = loopbreak(
+        "scan", "chats.jsonl", "--field", "text", "--trim", "--out", "taken/cleaned", cwd=tmp_path
+    )
+    line = one_line_error(done)
+    assert line.startswith("loopbreak scan: --out taken/cleaned: cannot make the folder (")
+    assert "chats.jsonl" not in line  # the input is not to blame
+    assert done.stdout == ""  # no "cleaned copies of 0 files"
+
+
+def test_field_on_stdin_needs_the_json_lines_format(tmp_path: Path) -> None:
+    line = json.dumps({"text": LOOP}) + "\n"
+    done = loopbreak("scan", "-", "--field", "text", cwd=tmp_path, stdin=line)
+    assert one_line_error(done) == (
+        "loopbreak scan: --field reads JSON lines, and stdin is read as text: add --format jsonl"
+    )
+    found = loopbreak("scan", "-", "--field", "text", "--format", "jsonl", cwd=tmp_path, stdin=line)
+    assert found.returncode == 1  # the loop at that field
+    assert found.stdout.startswith("- line 1 field text: periodic_run: 'loadTools. ' x300")
+
+
+def test_a_file_that_is_not_utf8_is_noted_and_shown_in_one_style(tmp_path: Path) -> None:
+    data = b"caf\xe9: " + b"d\xe9j\xe0 vu. " * 200
+    (tmp_path / "latin1.txt").write_bytes(data)
+    done = loopbreak("scan", "latin1.txt", "--trim", "--out", "cleaned", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "loopbreak scan: latin1.txt: not valid UTF-8 (byte 3): each undecodable byte shows as"
+        " \\udcXX and is kept as it was"
+    ]
+    assert "latin1.txt: periodic_run: ' d\\udce9j\\udce0 vu.' x200" in done.stdout
+    cleaned = (tmp_path / "cleaned" / "latin1.txt").read_bytes()
+    assert cleaned.startswith(b"caf\xe9: d\xe9j\xe0 vu.")  # the bytes kept as they were
+    assert b'removed 1774 units: " d\\udce9j\\udce0 vu." repeated 198 more times' in cleaned
