@@ -24,11 +24,12 @@ Container = Union[dict[str, Any], list[Any]]
 @dataclass(frozen=True)
 class Slot:
     """One place the path reached: ``container[key]``, at ``path`` (indexes made concrete,
-    e.g. ``messages.3.content``)."""
+    e.g. ``messages.3.content``), reached from the top of the document by ``keys``."""
 
     container: Container
     key: Union[str, int]
     path: str
+    keys: tuple[Union[str, int], ...]
 
     @property
     def value(self) -> Any:
@@ -70,15 +71,15 @@ class FieldPath:
 
     def find(self, document: Any) -> Iterator[Slot]:
         """Every place in ``document`` (a parsed JSON value) that the path reaches, in order."""
-        yield from self._walk(document, 0, "")
+        yield from self._walk(document, "", ())
 
-    def _walk(self, value: Any, depth: int, path: str) -> Iterator[Slot]:
-        for key in _keys(value, self.segments[depth]):
+    def _walk(self, value: Any, path: str, keys: tuple[Union[str, int], ...]) -> Iterator[Slot]:
+        for key in _keys(value, self.segments[len(keys)]):
             where = f"{path}.{_escape(key)}" if path else _escape(key)
-            if depth + 1 == len(self.segments):
-                yield Slot(value, key, where)
+            if len(keys) + 1 == len(self.segments):
+                yield Slot(value, key, where, (*keys, key))
             else:
-                yield from self._walk(value[key], depth + 1, where)
+                yield from self._walk(value[key], where, (*keys, key))
 
 
 def _keys(value: Any, segment: Optional[str]) -> list[Union[str, int]]:
