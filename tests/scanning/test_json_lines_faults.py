@@ -107,6 +107,15 @@ def test_a_line_nested_too_deeply_is_that_lines_error(tmp_path: Path) -> None:
     assert lines[1] == deep and json.loads(lines[2])["t"] == loopbreak.trim(LOOP).text
 
 
+def test_a_loop_beside_a_value_nested_deeper_than_json_recurses_is_trimmed(tmp_path: Path) -> None:
+    # The Rust reader skips the deep list; the splice skips it too, without recursing.
+    deep = "[" * 100_000 + "]" * 100_000
+    status, copy, err = trim_out(tmp_path, f'{{"x": {deep}, "t": {json.dumps(LOOP)}}}\n'.encode())
+    assert status == 1, err
+    head = f'{{"x": {deep}, "t": {json.dumps(loopbreak.trim(LOOP).text, ensure_ascii=False)}, '
+    assert copy.decode().startswith(head + '"t_loopbreak": [')
+
+
 def test_an_unexpected_error_in_one_file_is_reported_and_the_scan_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,12 +24,11 @@ Container = Union[dict[str, Any], list[Any]]
 @dataclass(frozen=True)
 class Slot:
     """One place the path reached: ``container[key]``, at ``path`` (indexes made concrete,
-    e.g. ``messages.3.content``), reached from the top of the document by ``keys``."""
+    e.g. ``messages.3.content``)."""
 
     container: Container
     key: Union[str, int]
     path: str
-    keys: tuple[Union[str, int], ...]
 
     @property
     def value(self) -> Any:
@@ -71,15 +70,15 @@ class FieldPath:
 
     def find(self, document: Any) -> Iterator[Slot]:
         """Every place in ``document`` (a parsed JSON value) that the path reaches, in order."""
-        yield from self._walk(document, "", ())
+        yield from self._walk(document, 0, "")
 
-    def _walk(self, value: Any, path: str, keys: tuple[Union[str, int], ...]) -> Iterator[Slot]:
-        for key in _keys(value, self.segments[len(keys)]):
+    def _walk(self, value: Any, depth: int, path: str) -> Iterator[Slot]:
+        for key in _keys(value, self.segments[depth]):
             where = f"{path}.{_escape(key)}" if path else _escape(key)
-            if len(keys) + 1 == len(self.segments):
-                yield Slot(value, key, where, (*keys, key))
+            if depth + 1 == len(self.segments):
+                yield Slot(value, key, where)
             else:
-                yield from self._walk(value[key], where, (*keys, key))
+                yield from self._walk(value[key], depth + 1, where)
 
 
 def _keys(value: Any, segment: Optional[str]) -> list[Union[str, int]]:

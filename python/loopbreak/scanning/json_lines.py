@@ -13,8 +13,8 @@ becomes a Python object. A UTF-8 byte-order mark at the start of the file is not
 and stays in the cleaned copy. A line nested too deeply for ``json`` is that line's error. The lines that reader leaves to Python (not JSON, or JSON it might read
 otherwise than Python's ``json`` module: ``NaN``, lone surrogates, invalid UTF-8 inside a text,
 a repeated member on the path) are read here with ``json``, so every line reads as ``json``
-reads it and errors are ``json``'s own. A trimmed line is parsed again with ``json`` to find its
-texts, which are spliced in (``loopbreak.scanning.json_splice``): the rest of the line is kept."""
+reads it and errors are ``json``'s own. A trimmed text is spliced into its line by its field
+path (``loopbreak.scanning.json_splice``): the rest of the line is kept as it was."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Optional, Union
+from typing import IO, Any, Callable, Optional, Union, cast
 
 from loopbreak._batch import scan_many
 from loopbreak._core import Finding, JsonLinesScan
@@ -107,7 +107,7 @@ def scan(
             )
             if out is not None and pending is not None:
                 pending.wanted = pending.wanted or bool(found)
-                out.write(_trimmed_copy(chunk, found, batch, documents, field))
+                out.write(_trimmed_copy(chunk, found, batch))
             line_number += read.lines
             done_bytes += read.size
             advance(done_bytes / source.size if source.size else 0.0)
@@ -183,17 +183,14 @@ def _first_document(
     first_json = min(documents, default=None)
     if first_read is not None and (first_json is None or first_read[0] < first_json):
         line, start, end = first_read
-        return line, json.loads(chunk[start:end].decode("utf-8", errors="surrogateescape"))
+        try:
+            return line, json.loads(chunk[start:end].decode("utf-8", errors="surrogateescape"))
+        except RecursionError:  # read in Rust, too deep for json: another line is named
+            pass
     return None if first_json is None else (first_json, documents[first_json])
 
 
-def _trimmed_copy(
-    chunk: bytes,
-    found: list[_Found],
-    batch: BatchFindings,
-    documents: dict[int, Any],
-    field: FieldPath,
-) -> bytes:
+def _trimmed_copy(chunk: bytes, found: list[_Found], batch: BatchFindings) -> bytes:
     """The chunk with each trimmed text spliced into its line: only the text's span is replaced
     (by the trimmed text) and its removals added beside it (a member after the text, or in
     place of that member's old value); every other byte is copied as it was."""
@@ -202,21 +199,18 @@ def _trimmed_copy(
     rows_by_line: dict[int, list[int]] = {}
     for row, text in enumerate(found):
         rows_by_line.setdefault(text.line, []).append(row)
-    for line, rows in rows_by_line.items():
+    for rows in rows_by_line.values():
         start, end = found[rows[0]].start, found[rows[0]].end
         raw = chunk[start:end].decode("utf-8", errors="surrogateescape")
-        document = documents.get(line)
-        if document is None:
-            document = json.loads(raw)
-        slots = list(field.find(document))
         splices: list[tuple[int, int, str]] = []
         for row in rows:
-            slot, trimmed = slots[found[row].slot], batch.trimmed[row]
-            text_start, text_end = value_span(raw, slot.keys)
+            keys, trimmed = _keys(found[row].path), batch.trimmed[row]
+            text_start, text_end = value_span(raw, keys)
             splices.append((text_start, text_end, encoded(trimmed.text)))
-            if isinstance(slot.container, dict) and isinstance(slot.key, str):
-                name, removals = note_name(slot.key), encoded(note(trimmed))
-                member = member_span(raw, value_span(raw, slot.keys[:-1]), name)
+            name, removals = note_name(keys[-1]), encoded(note(trimmed))
+            container = value_span(raw, keys[:-1])
+            if raw[container[0]] == "{":
+                member = member_span(raw, container, name)
                 if member is None:
                     splices.append((text_end, text_end, f", {encoded(name)}: {removals}"))
                 else:
@@ -228,6 +222,13 @@ def _trimmed_copy(
         copied = end
     parts.append(chunk[copied:])
     return b"".join(parts)
+
+
+def _keys(path: str) -> list[str]:
+    """The segments of a concrete field path (``messages.3.content``): names and indexes."""
+    segments = FieldPath.parse(path).segments
+    assert None not in segments  # a concrete path names each member and item, it has no *
+    return cast(list[str], list(segments))
 
 
 def _kind(value: Any) -> str:
