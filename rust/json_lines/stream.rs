@@ -175,6 +175,12 @@ mod tests {
         vec![Segment::Key { name: "t".into(), index: None }]
     }
 
+    /// The chunks of `data` scanned at the field `t`.
+    fn scan_t(data: &str, chunk_bytes: usize) -> ScannedChunks {
+        ScannedChunks::scan(io::Cursor::new(data.as_bytes().to_vec()), every_t(), DEFAULT_RULES, None, chunk_bytes)
+            .unwrap()
+    }
+
     fn all(chunks: &ScannedChunks) -> Vec<ChunkResult> {
         let mut got = Vec::new();
         loop {
@@ -212,14 +218,7 @@ mod tests {
             .collect();
         let data = lines.join("\n");
         for chunk_bytes in [1, 100, 1000, 1 << 20] {
-            let chunks = ScannedChunks::scan(
-                io::Cursor::new(data.clone().into_bytes()),
-                every_t(),
-                DEFAULT_RULES,
-                None,
-                chunk_bytes,
-            )
-            .unwrap();
+            let chunks = scan_t(&data, chunk_bytes);
             let recycler = chunks.recycler();
             let (mut first, mut found, mut unread, mut not_text, mut rows) =
                 (None, Vec::new(), Vec::new(), Vec::new(), 0);
@@ -265,15 +264,7 @@ mod tests {
         let looping = "loadTools. ".repeat(60);
         let data = format!("\u{feff}{{\"t\":\"{looping}\"}}\n\u{feff}{{\"t\":\"x\"}}\n");
         for chunk_bytes in [1, 1 << 20] {
-            let chunks = ScannedChunks::scan(
-                io::Cursor::new(data.clone().into_bytes()),
-                every_t(),
-                DEFAULT_RULES,
-                None,
-                chunk_bytes,
-            )
-            .unwrap();
-            let got: Vec<ScannedChunk> = all(&chunks).into_iter().map(Result::unwrap).collect();
+            let got: Vec<ScannedChunk> = all(&scan_t(&data, chunk_bytes)).into_iter().map(Result::unwrap).collect();
             assert!(got[0].data.starts_with(BOM));
             assert_eq!(got[0].found[0].bytes.start, BOM.len());
             assert_eq!(got[0].found[0].text, looping);

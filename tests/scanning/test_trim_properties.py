@@ -86,7 +86,7 @@ def json_lines_files(draw: st.DrawFn) -> tuple[bytes, list[Line]]:
     if draw(st.booleans()):
         lines.append(TextLine(b'{"t": ', "loadTools. " * 20_000, False, True, b"}"))  # huge
     endings = [draw(st.sampled_from([b"\n", b"\r\n"])) for _ in lines]
-    if lines and draw(st.booleans()):
+    if draw(st.booleans()) and lines:
         endings[-1] = b""  # no newline at the end
     bom = b"\xef\xbb\xbf" if draw(st.booleans()) else b""
     body = b"".join(
