@@ -3,7 +3,7 @@
 //! The core is pure Rust: [`Detector`] is fed text or token ids as they stream and reports a
 //! [`Finding`] at the unit where a rule first holds; [`scan_str`] lists every degenerate region of
 //! a whole text; [`trim_units`] shortens them before the text is saved. All thresholds live in
-//! [`Rules`]. The Python binding (`--features python`) is the folder `python/`, the only
+//! [`Rules`]. [`json_lines`] is the reader `loopbreak scan` reads JSON-lines files with. The Python binding (`--features python`) is the folder `python/`, the only
 //! code that uses pyo3.
 
 mod batch;
@@ -11,10 +11,8 @@ mod counters;
 mod detector;
 mod extent;
 mod finding;
-mod json_lines;
-mod json_lines_stream;
+pub mod json_lines;
 mod lanes;
-mod line_chunks;
 mod lines;
 mod plan;
 mod rules;
@@ -29,9 +27,6 @@ mod python;
 pub use batch::{map_parallel, scan_many};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
-pub use json_lines::{read_line, scan_line, scan_lines, Kind, Line, Reached, Scan, ScannedLine, Segment, Told, Value};
-pub use json_lines_stream::{ChunkResult, FoundText, ScannedChunk, ScannedChunks, StreamError};
-pub use line_chunks::LineChunks;
 pub use rules::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};

@@ -4,11 +4,18 @@ helpers in ``tests/support/`` import as ``support.*``; fakes live in ``support/f
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import pytest
 
 from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.policy import LOCKDOWN_ENV
+
+# LiteLLM fetches its model-price map from the internet when imported, and with no network
+# retries with sleeps; "True" makes it load the copy it ships (litellm_core_utils/
+# get_model_cost_map.py reads it). Set here, before any test imports litellm, and inherited by
+# the processes the tests start (the LiteLLM proxy).
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 # Tests of libraries that the `test` extra does not always install: the agent frameworks need a
 # newer Python than loopbreak does, and the engines (torch, llama-cpp-python) come only with

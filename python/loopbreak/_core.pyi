@@ -301,13 +301,16 @@ def scan_utf8_columns(
 
 @final
 class JsonLinesScan:
-    """The chunks of a stream of JSON lines, read and scanned in Rust on threads of their own:
-    the next chunk is read and the current one parsed and scanned on all cores (or ``threads``)
-    while the caller works on the one before. Used by ``loopbreak scan``.
+    """The chunks of a stream of JSON lines, read and scanned in Rust, each chunk's lines
+    parsed and scanned on all cores (or ``threads``). Used by ``loopbreak scan``.
 
     ``source`` is a file descriptor (duplicated: the caller may close its own once this is
-    made; it must not have been read through a buffer) or a binary stream without one, read
-    through its ``read`` method. A chunk holds the whole lines that end within its first
+    made; it must not have been read through a buffer), read on threads of their own: the next
+    chunk is read and the current one scanned while the caller works on the one before. Or a
+    binary stream without one, read through its ``read`` method on the caller's thread as each
+    chunk is taken (no thread of the scan calls Python, so none can outlive the caller; two
+    threads taking chunks at once get a ``RuntimeError``). A UTF-8 byte-order mark at the start
+    of the stream is in the first chunk's bytes, not in its first line. A chunk holds the whole lines that end within its first
     ``chunk_bytes`` (or one longer line); the field path ``segments`` is None for ``*``, else a
     member name and its value as a list index, if it has one. Iterating waits with the GIL
     released (and lets a signal through); a read error is raised as the ``OSError`` Python's own

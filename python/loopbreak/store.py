@@ -19,7 +19,11 @@ decisions): they wait in memory and are written in one transaction with the next
 ``queue``), by ``flush()``, by ``close()``, and when the ``Database`` is garbage-collected or the
 interpreter exits. Rows are written in the order they were queued or inserted. Only a process
 killed outright (or an OS crash) can lose queued rows: at most ``BATCH_ROWS`` of them, never an
-inserted one.
+inserted one. After ``close()`` every write raises ``StoreError``: nothing is queued to vanish.
+
+Every row is encodable: a lone surrogate in a text (half of an emoji split by a model's
+tokenizer, an undecodable byte) is stored as its JSON escape (``\\ud83d``), which SQLite can
+write, so one such row never fails the batch it is in, nor the batches queued after it.
 
 Timestamps are ISO 8601 in UTC with milliseconds (``2026-12-01T09:03:40.123+00:00``), in every
 table.
@@ -34,11 +38,13 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from types import TracebackType
 from typing import Any, Optional, Union
 
+from loopbreak._text import escape_surrogates
 from loopbreak.errors import StoreError
 
 SCHEMA_VERSION = 1
@@ -153,6 +159,7 @@ class Database:
                 f"a database is a path or a sqlite3.Connection, not {type(target).__name__}"
             )
         self._lock = threading.Lock()
+        self._closed = False
         # (SQL, values) of each queued row, oldest first; written by _write_queued, which the
         # finalizer also calls (it holds the connection and the list, not the Database).
         self._queued: _Queue = []
@@ -185,7 +192,7 @@ class Database:
         """Inserts ``row`` (column name -> value) into ``table`` and commits, together with the
         rows queued before it; returns its id."""
         statement = _insert_statement(table, row)
-        with self._lock, self.connection:
+        with self._lock, self._open(), self.connection:
             _execute_queued(self.connection, self._queued)
             cursor = self.connection.execute(*statement)
             self._queued.clear()
@@ -197,7 +204,7 @@ class Database:
         rows wait or ``BATCH_SECONDS`` after the first of them (see the module's docstring)."""
         statement = _insert_statement(table, row)
         now = time.monotonic()
-        with self._lock:
+        with self._lock, self._open():
             if not self._queued:
                 self._first_queued_at = now
             self._queued.append(statement)
@@ -207,17 +214,30 @@ class Database:
 
     def flush(self) -> None:
         """Commits the queued rows."""
-        with self._lock:
+        with self._lock, self._open():
             _write_queued(self.connection, self._queued)
 
     def close(self) -> None:
-        """Commits the queued rows, then closes the connection if it was opened here."""
-        try:
-            self.flush()
-        finally:
-            self._finalizer.detach()
-            if self._owned:
-                self.connection.close()
+        """Commits the queued rows, then closes the connection if it was opened here; under the
+        lock, so a row queued by another thread meanwhile is written or refused, never dropped.
+        Closing again does nothing."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                _write_queued(self.connection, self._queued)
+            finally:
+                self._finalizer.detach()
+                if self._owned:
+                    self.connection.close()
+
+    @contextmanager
+    def _open(self) -> Iterator[None]:
+        """Raises ``StoreError`` once the database is closed (called under the lock)."""
+        if self._closed:
+            raise StoreError("the database is closed: open it again to write to it")
+        yield
 
     def __enter__(self) -> Database:
         return self
@@ -274,7 +294,10 @@ def _insert_statement(table: str, row: Mapping[str, Any]) -> _Statement:
     if table not in TABLES:
         raise ValueError(f"no table {table!r} in the loopbreak store")
     marks = ", ".join("?" for _ in row)
-    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", tuple(row.values())
+    values = tuple(
+        escape_surrogates(value) if isinstance(value, str) else value for value in row.values()
+    )
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({marks})", values
 
 
 def _execute_queued(connection: sqlite3.Connection, queued: _Queue) -> None:

@@ -1,15 +1,18 @@
-//! `JsonLinesScan`: a stream of JSON lines read and scanned in Rust (`crate::ScannedChunks`) on
-//! threads of its own, chunk by chunk, ahead of the Python code that reports each chunk; only
-//! what `loopbreak scan` reports becomes a Python object.
+//! `JsonLinesScan`: a stream of JSON lines read and scanned in Rust, chunk by chunk; only what
+//! `loopbreak scan` reports becomes a Python object. A file descriptor is read and scanned on
+//! threads of their own (`ScannedChunks`), ahead of the Python code that reports each chunk. A
+//! Python stream is read on the thread that takes the chunks: a thread calling Python could
+//! outlive its consumer, and one caught in a read as the interpreter exits is unwound through
+//! Rust frames, which aborts the process.
 
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{BorrowedFd, RawFd};
-use std::sync::mpsc::Sender;
-use std::sync::{Mutex, PoisonError};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Mutex, PoisonError, TryLockError};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::panic::PanicException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList};
@@ -18,7 +21,8 @@ use super::batch::threads_arg;
 use super::findings::{wrap, PyFinding};
 use super::input::Int;
 use super::rules::{rules_arg, PyRules};
-use crate::{Kind, ScannedChunk, ScannedChunks, Segment, StreamError};
+use crate::json_lines::{scan_chunk, ChunkResult, Kind, LineCutter, ScannedChunk, ScannedChunks, Segment, StreamError};
+use crate::Rules;
 
 /// How long `__next__` waits with the GIL released before it looks for a signal (Ctrl-C)
 /// and waits again.
@@ -27,7 +31,39 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 /// The chunks of a JSON-lines stream, each read and scanned while the one before is reported.
 #[pyclass(name = "JsonLinesScan", module = "loopbreak", frozen)]
 pub struct PyJsonLinesScan {
-    chunks: Mutex<ScannedChunks>,
+    chunks: Chunks,
+}
+
+enum Chunks {
+    /// A file descriptor, read and scanned ahead.
+    Ahead(Mutex<ScannedChunks>),
+    /// A Python stream, read when a chunk is taken.
+    Here(Mutex<ReadHere>),
+}
+
+/// A Python stream, cut into chunks on the caller's thread, each scanned as it is taken.
+struct ReadHere {
+    cutter: LineCutter<PyStream>,
+    first: bool,
+    path: Vec<Segment>,
+    rules: Rules,
+    threads: Option<usize>,
+    /// The chunks' buffers, handed back once reported.
+    spare: Sender<Vec<u8>>,
+    spares: Receiver<Vec<u8>>,
+}
+
+impl ReadHere {
+    fn next(&mut self, py: Python<'_>) -> Option<(ChunkResult, Sender<Vec<u8>>)> {
+        let chunk = self.cutter.next_chunk(self.spares.try_recv().unwrap_or_default())?;
+        let first = std::mem::take(&mut self.first);
+        let (path, rules, threads) = (&self.path, &self.rules, self.threads);
+        let result = match chunk {
+            Ok(data) => py.detach(|| scan_chunk(data, first, path, rules, threads)),
+            Err(error) => Err(StreamError::Read(error)),
+        };
+        Some((result, self.spare.clone()))
+    }
 }
 
 #[pymethods]
@@ -55,20 +91,22 @@ impl PyJsonLinesScan {
             .into_iter()
             .map(|s| s.map_or(Segment::Every, |(name, index)| Segment::Key { name, index }))
             .collect();
-        let chunks = if source.is_instance_of::<PyInt>() {
-            let fd: RawFd = source.extract()?;
-            if fd < 0 {
-                return Err(PyValueError::new_err(format!("a file descriptor is at least 0, got {fd}")));
-            }
-            // SAFETY: the caller's descriptor stays open while it is duplicated here (the caller
-            // holds it for the whole call); the duplicate is this reader's own from then on.
-            let file = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned().map_err(|e| os_error(py, e))?;
-            ScannedChunks::scan(File::from(file), path, rules, threads, chunk_bytes)
-        } else {
-            ScannedChunks::scan(PyStream(source.clone().unbind()), path, rules, threads, chunk_bytes)
+        if !source.is_instance_of::<PyInt>() {
+            let (spare, spares) = mpsc::channel();
+            let cutter = LineCutter::new(PyStream(source.clone().unbind()), chunk_bytes);
+            let here = ReadHere { cutter, first: true, path, rules, threads, spare, spares };
+            return Ok(PyJsonLinesScan { chunks: Chunks::Here(Mutex::new(here)) });
         }
-        .map_err(|e| os_error(py, e))?;
-        Ok(PyJsonLinesScan { chunks: Mutex::new(chunks) })
+        let fd: RawFd = source.extract()?;
+        if fd < 0 {
+            return Err(PyValueError::new_err(format!("a file descriptor is at least 0, got {fd}")));
+        }
+        // SAFETY: the caller's descriptor stays open while it is duplicated here (the caller
+        // holds it for the whole call); the duplicate is this reader's own from then on.
+        let file = unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned().map_err(|e| os_error(py, e))?;
+        let chunks =
+            ScannedChunks::scan(File::from(file), path, rules, threads, chunk_bytes).map_err(|e| os_error(py, e))?;
+        Ok(PyJsonLinesScan { chunks: Chunks::Ahead(Mutex::new(chunks)) })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -78,37 +116,49 @@ impl PyJsonLinesScan {
     /// The next chunk scanned (waiting for it with the GIL released); a read error is raised
     /// as the `OSError` Python's own read would raise, after every chunk before it.
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyJsonLines>> {
-        loop {
-            let next = py.detach(|| {
-                let chunks = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
-                chunks.next_within(SIGNAL_CHECK).map(|next| (next, chunks.recycler()))
-            });
-            match next {
-                Err(_) => py.check_signals()?,
-                Ok((None, _)) => return Ok(None),
-                Ok((Some(Ok(chunk)), recycler)) => return PyJsonLines::new(py, chunk, recycler).map(Some),
-                Ok((Some(Err(StreamError::Read(error))), _)) => return Err(os_error(py, error)),
-                Ok((Some(Err(StreamError::Panicked(message))), _)) => return Err(PanicException::new_err(message)),
-            }
+        let next = match &self.chunks {
+            Chunks::Ahead(chunks) => loop {
+                let next = py.detach(|| {
+                    let chunks = chunks.lock().unwrap_or_else(PoisonError::into_inner);
+                    chunks.next_within(SIGNAL_CHECK).map(|next| next.map(|result| (result, chunks.recycler())))
+                });
+                match next {
+                    Err(_) => py.check_signals()?,
+                    Ok(next) => break next,
+                }
+            },
+            // Taken while holding the GIL, which the stream's read may let go of: a second
+            // thread waiting here for the lock would hold the GIL the first one needs back.
+            Chunks::Here(here) => match here.try_lock() {
+                Ok(mut here) => here.next(py),
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner().next(py),
+                Err(TryLockError::WouldBlock) => {
+                    return Err(PyRuntimeError::new_err("the scan is being read by another thread"))
+                }
+            },
+        };
+        match next {
+            None => Ok(None),
+            Some((Ok(chunk), recycler)) => PyJsonLines::new(py, chunk, recycler).map(Some),
+            Some((Err(StreamError::Read(error)), _)) => Err(os_error(py, error)),
+            Some((Err(StreamError::Panicked(message)), _)) => Err(PanicException::new_err(message)),
         }
     }
 }
 
-/// A stream with no file descriptor (an in-memory one), read through its `read` method with
-/// the GIL taken for each read; once the interpreter is shutting down (a scan given up early,
-/// its reader still running) a read fails, which ends the reader.
+/// A stream with no file descriptor (an in-memory one), read through its `read` method on the
+/// thread that takes the chunks, which holds the GIL.
 struct PyStream(Py<PyAny>);
 
 impl Read for PyStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        Python::try_attach(|py| {
+        Python::attach(|py| {
             let data = self.0.bind(py).call_method1("read", (buf.len(),))?;
             let data = data.cast::<PyBytes>()?.as_bytes();
             let n = data.len().min(buf.len());
             buf[..n].copy_from_slice(&data[..n]);
             Ok::<usize, PyErr>(n)
         })
-        .ok_or_else(|| io::Error::other("the interpreter is shutting down"))?
         // Kept whole: `PyErr::from(io::Error)` gives back the Python error.
         .map_err(io::Error::other)
     }

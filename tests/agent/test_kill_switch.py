@@ -4,6 +4,7 @@ check, with an audit event and a BOUNDED_STOP receipt."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -208,3 +209,47 @@ def test_an_explicit_switch_overrides_the_env(
 def test_bad_paths_are_refused(path: object, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         KillSwitch(path)  # type: ignore[arg-type]
+
+
+def test_a_switch_that_cannot_be_checked_is_engaged_and_says_why_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # An emergency stop fails safe: only "no such file" releases it.
+    loop = tmp_path / "loop.kill"
+    loop.symlink_to(tmp_path / "other.kill")
+    (tmp_path / "other.kill").symlink_to(loop)
+    not_a_folder = tmp_path / "file"
+    not_a_folder.touch()
+    for path in (loop, not_a_folder / "agent.kill"):
+        caplog.clear()
+        switch = KillSwitch(path)
+        with caplog.at_level("WARNING", logger="loopbreak.agent"):
+            assert switch.engaged()
+            assert switch.engaged()
+            policy = RunPolicy(kill_switch=switch)
+            assert policy.before_step("prompt").decision.reason is Reason.KILL_SWITCH
+        warnings = [record.getMessage() for record in caplog.records]
+        assert len(warnings) == 1
+        assert warnings[0].startswith(f"kill switch {path}: cannot tell whether it is engaged (")
+        assert warnings[0].endswith("); treated as engaged")
+    assert not KillSwitch(tmp_path / "absent.kill").engaged()
+
+
+def test_a_kill_file_behind_a_folder_the_worker_cannot_search_is_engaged(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "agent.kill").touch()
+    locked.chmod(0o600)  # readable, not searchable: stat of what is inside fails with EACCES
+    tmp_path.chmod(0o755)
+    # Checked in a child process of another user: root searches every folder.
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's result is its exit status)
+        try:
+            if os.geteuid() == 0:
+                os.setuid(65534)  # nobody
+            os._exit(0 if KillSwitch(locked / "agent.kill").engaged() else 1)
+        finally:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    locked.chmod(0o700)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -4,7 +4,6 @@ offline, stop the recorded loop and save the trimmed answer."""
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 from types import ModuleType
 
@@ -30,7 +29,6 @@ def load_example(name: str) -> ModuleType:
 def test_example_stops_the_loop_and_saves_it_trimmed(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     recording = load_recording().text
     expected = scan(recording)[0]
     db = tmp_path / "runs.db"

@@ -3,18 +3,13 @@
 sync and async, and its OpenAI provider over real HTTP to the recorded server for reasoning.
 """
 
-# ruff: noqa: E402
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import AsyncGeneratorType, GeneratorType
 from typing import Any
-
-# Before litellm's import, which otherwise fetches its model-price list from the network.
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import pytest
@@ -215,3 +210,11 @@ def test_adapter_refuses_what_is_not_a_stream() -> None:
         guard_completion(whole)
     with pytest.raises(TypeError, match="ModelResponseStream"):
         list(guard_completion(["plain text"]))  # type: ignore[list-item]
+
+
+def test_the_price_map_is_the_one_litellm_ships() -> None:
+    # Set by conftest.py: no test waits on a fetch of the price map, or on its retries offline.
+    from litellm.litellm_core_utils.get_model_cost_map import _cost_map_source_info
+
+    assert (_cost_map_source_info.source, _cost_map_source_info.url) == ("local", None)
+    assert litellm.model_cost["gpt-4o"]["input_cost_per_token"] > 0

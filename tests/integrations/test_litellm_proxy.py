@@ -112,7 +112,6 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
         env = {
             **os.environ,
             "LITELLM_MASTER_KEY": key,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of LiteLLM's price list
             "PYTHONPATH": os.pathsep.join(
                 filter(None, [package_root, os.environ.get("PYTHONPATH")])
             ),

@@ -9,6 +9,7 @@ import errno
 import io
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -146,3 +147,38 @@ def test_scan_reports_a_read_error_after_the_findings_before_it(
         if (number - 1) % 3 == 0 and (number - 1) % 5 != 4
     ]
     assert status == 2 and f"loopbreak scan: -: {os.strerror(errno.EIO)}" in err
+
+
+@pytest.mark.parametrize(
+    "consumer",
+    [
+        "next(iter(scan))",  # the scan left alive at exit, mid-stream
+        "for chunk in scan:\n    break\ndel scan",  # broken out of and dropped
+    ],
+)
+def test_a_python_stream_never_aborts_the_interpreter_at_exit(consumer: str) -> None:
+    # A read that releases the GIL (a socket's, a pipe's; here a sleep): a thread of the scan
+    # inside one at exit was unwound through Rust frames as the interpreter finalized (SIGABRT).
+    # The stream is read on the consumer's thread instead, so no thread of the scan calls Python.
+    script = f"""
+import io, json, time
+from loopbreak._core import JsonLinesScan
+
+class Network(io.RawIOBase):
+    def __init__(self, data):
+        self.data = memoryview(data)
+    def readable(self):
+        return True
+    def readinto(self, buffer):
+        time.sleep(0.001)
+        n = min(4096, len(buffer), len(self.data))
+        buffer[:n], self.data = self.data[:n], self.data[n:]
+        return n
+
+data = b"".join(json.dumps({{"t": f"line {{i}} " * 50}}).encode() + b"\\n" for i in range(5000))
+scan = JsonLinesScan(Network(data), [("t", None)], 100_000)
+{consumer}
+"""
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+        assert (done.returncode, done.stderr) == (0, b"")

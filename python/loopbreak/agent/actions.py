@@ -11,6 +11,7 @@ import json
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Union
 
+from loopbreak._text import escape_surrogates
 from loopbreak.agent import _validate
 
 Arguments = Union[Mapping[str, Any], str, None]
@@ -27,7 +28,8 @@ def action_key(
     re-issued query with an extra space is the same action) or number formatting (``1``,
     ``1.0`` and ``1e0`` are one number). A string that is not JSON is compared as one
     whitespace-normalized string. Members named in ``ignore`` are left out at any depth (volatile
-    arguments: a progress note, a timestamp). Raises ``TypeError`` for values JSON cannot hold.
+    arguments: a progress note, a timestamp). A lone surrogate is written as its JSON escape, so
+    every key encodes as UTF-8. Raises ``TypeError`` for values JSON cannot hold.
     """
     _validate.text("tool", tool)
     if arguments is None:
@@ -52,7 +54,8 @@ def action_key(
         separators=(",", ":"),
         ensure_ascii=False,
     )
-    return f"{tool.strip()}({canonical})"
+    # Escaped lone surrogates (a split emoji): the key is stored and logged, so it must encode.
+    return escape_surrogates(f"{tool.strip()}({canonical})")
 
 
 def _normalized(value: Any, path: str, ignore: Collection[str]) -> Any:

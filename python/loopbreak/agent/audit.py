@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 from typing import Any, Callable, Optional, Protocol, Union
 
+from loopbreak._text import escape_surrogates
 from loopbreak.agent.decision import Decision, DecisionKind
 from loopbreak.store import Database, check_database, utc_now
 
@@ -43,7 +44,7 @@ class JsonLinesSink:
     def write(self, decision: Decision) -> None:
         """Appends the decision as one JSON line and flushes it; a stop is also fsynced."""
         line = json.dumps({**decision.to_dict(), "recorded_at": utc_now()}, ensure_ascii=False)
-        self._file.write(line + "\n")
+        self._file.write(escape_surrogates(line) + "\n")
         self._file.flush()
         if decision.stopped:
             os.fsync(self._file.fileno())

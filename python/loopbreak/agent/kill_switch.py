@@ -16,12 +16,17 @@ sharing a volume; a worker given its own path can be stopped alone. ``LOOPBREAK_
 names the path for every ``RunPolicy`` created without a switch of its own, so a deployment
 sets it once for all its workers. Checking costs one ``stat`` call.
 
+An emergency stop fails safe: only "no such file" releases it. A path the worker cannot check
+(a folder it may not search, a symlink loop, an I/O error) engages the switch, and the switch
+logs why once (logger ``loopbreak.agent``, WARNING) until the path reads clearly again.
+
 Another source (a row in a database, a flag service) plugs in as any object with an
 ``engaged() -> bool`` method (the ``Switch`` protocol), without changing ``RunPolicy``.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Optional, Protocol, Union, runtime_checkable
@@ -47,6 +52,8 @@ class KillSwitch:
         if not os.fspath(path).strip():
             raise ValueError("path must not be empty")
         self.path = Path(path)
+        # The error last logged, so a switch stuck on one error says so once, not every check.
+        self._logged: Optional[str] = None
 
     @classmethod
     def from_env(cls) -> Optional[KillSwitch]:
@@ -56,9 +63,25 @@ class KillSwitch:
         return cls(path) if path else None
 
     def engaged(self) -> bool:
-        """Whether the file exists (one ``stat``; a path that cannot be read counts as
-        absent, as for ``os.path.exists``)."""
-        return os.path.exists(self.path)
+        """Whether the file exists (one ``stat``); a path that cannot be checked for any reason
+        other than "no such file" counts as engaged."""
+        try:
+            os.stat(self.path)
+        except FileNotFoundError:
+            self._logged = None
+            return False
+        except OSError as error:
+            why = error.strerror or str(error)
+            if why != self._logged:
+                self._logged = why
+                logging.getLogger("loopbreak.agent").warning(
+                    "kill switch %s: cannot tell whether it is engaged (%s); treated as engaged",
+                    self.path,
+                    why,
+                )
+            return True
+        self._logged = None
+        return True
 
     def engage(self) -> None:
         """Creates the file (its directory must exist): the same as ``touch PATH``."""

@@ -143,6 +143,8 @@ def _misuse(args: argparse.Namespace) -> str:
         return "--out and --in-place go with --trim"
     if args.trim and Path("-") in args.paths:
         return "--trim cannot write a cleaned copy of stdin"
+    if Path("-") in args.paths and sys.stdin is None:  # cron, daemons, `<&-`
+        return "standard input is closed"
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         return f"--out {args.out} is a file, not a folder"
     if args.ray and args.trim:
@@ -194,6 +196,8 @@ def _scan_file(
         written = error.filename is not None and Path(error.filename) != source.path
         where = f"cannot write {error.filename}: " if written else ""
         report.error(path, where + (error.strerror or str(error)))
+    except Exception as error:  # a bug or a resource running out: this file's error, not the run's
+        report.error(path, f"unexpected error: {type(error).__name__}: {error}")
     finally:
         advance(1.0)
         report.file_done(path, scanned)

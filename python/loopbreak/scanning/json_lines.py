@@ -3,17 +3,18 @@
 
 A line that is not JSON, or a value that is not text, is an error: reported with its line
 number and counted, and the scan goes on. ``null`` scans as an empty text. In the cleaned copy
-a trimmed line is written anew, with the removals beside the text (``content_loopbreak`` beside
-``content``, when the text sits in an object); every other line is copied byte for byte.
+a trimmed line has its text replaced and the removals beside it (``content_loopbreak`` beside
+``content``, when the text sits in an object); every other byte is copied as it was.
 
 The file is read and scanned in Rust (``loopbreak._core.JsonLinesScan``): one thread reads the
 next chunk of lines while the current one is parsed and scanned on all cores (only the values on
 the field path are parsed) and the one before it is reported here, so only what is reported
-becomes a Python object. The lines that reader leaves to Python (not JSON, or JSON it might read
+becomes a Python object. A UTF-8 byte-order mark at the start of the file is not part of line 1,
+and stays in the cleaned copy. A line nested too deeply for ``json`` is that line's error. The lines that reader leaves to Python (not JSON, or JSON it might read
 otherwise than Python's ``json`` module: ``NaN``, lone surrogates, invalid UTF-8 inside a text,
 a repeated member on the path) are read here with ``json``, so every line reads as ``json``
-reads it and errors are ``json``'s own. A trimmed line is parsed again with ``json`` to write it
-anew."""
+reads it and errors are ``json``'s own. A trimmed text is spliced into its line by its field
+path (``loopbreak.scanning.json_splice``): the rest of the line is kept as it was."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Optional, Union
+from typing import IO, Any, Callable, Optional, Union, cast
 
 from loopbreak._batch import scan_many
 from loopbreak._core import Finding, JsonLinesScan
@@ -30,6 +31,7 @@ from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.field_path import FieldPath
 from loopbreak.scanning.findings import BatchFindings, note, note_name, scanned_batch
+from loopbreak.scanning.json_splice import encoded, member_span, value_span
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import STDIN, Source
 
@@ -105,7 +107,7 @@ def scan(
             )
             if out is not None and pending is not None:
                 pending.wanted = pending.wanted or bool(found)
-                out.write(_trimmed_copy(chunk, found, batch, documents, field))
+                out.write(_trimmed_copy(chunk, found, batch))
             line_number += read.lines
             done_bytes += read.size
             advance(done_bytes / source.size if source.size else 0.0)
@@ -156,6 +158,9 @@ def _read_with_json(
         except json.JSONDecodeError as error:
             errors.append((line, f"not JSON: {error.msg} (column {error.colno})"))
             continue
+        except RecursionError:
+            errors.append((line, "nested too deeply"))
+            continue
         documents[line] = document
         for slot_index, slot in enumerate(field.find(document)):
             reached += 1
@@ -178,51 +183,52 @@ def _first_document(
     first_json = min(documents, default=None)
     if first_read is not None and (first_json is None or first_read[0] < first_json):
         line, start, end = first_read
-        return line, json.loads(chunk[start:end].decode("utf-8", errors="surrogateescape"))
+        try:
+            return line, json.loads(chunk[start:end].decode("utf-8", errors="surrogateescape"))
+        except RecursionError:  # read in Rust, too deep for json: another line is named
+            pass
     return None if first_json is None else (first_json, documents[first_json])
 
 
-def _trimmed_copy(
-    chunk: bytes,
-    found: list[_Found],
-    batch: BatchFindings,
-    documents: dict[int, Any],
-    field: FieldPath,
-) -> bytes:
-    """The chunk with each line that has findings written anew: every trimmed text put in its
-    place, with its removals beside it. The other lines are copied byte for byte."""
+def _trimmed_copy(chunk: bytes, found: list[_Found], batch: BatchFindings) -> bytes:
+    """The chunk with each trimmed text spliced into its line: only the text's span is replaced
+    (by the trimmed text) and its removals added beside it (a member after the text, or in
+    place of that member's old value); every other byte is copied as it was."""
     parts: list[bytes] = []
     copied = 0  # bytes of the chunk written so far
     rows_by_line: dict[int, list[int]] = {}
     for row, text in enumerate(found):
         rows_by_line.setdefault(text.line, []).append(row)
-    for line, rows in rows_by_line.items():
+    for rows in rows_by_line.values():
         start, end = found[rows[0]].start, found[rows[0]].end
-        raw = chunk[start:end]
-        document = documents.get(line)
-        if document is None:
-            document = json.loads(raw.decode("utf-8", errors="surrogateescape"))
-        slots = list(field.find(document))
+        raw = chunk[start:end].decode("utf-8", errors="surrogateescape")
+        splices: list[tuple[int, int, str]] = []
         for row in rows:
-            slot, trimmed = slots[found[row].slot], batch.trimmed[row]
-            slot.container[slot.key] = trimmed.text  # type: ignore[index]
-            if isinstance(slot.container, dict) and isinstance(slot.key, str):
-                slot.container[note_name(slot.key)] = note(trimmed)
-        parts += [chunk[copied:start], _dump(document, raw)]
+            keys, trimmed = _keys(found[row].path), batch.trimmed[row]
+            text_start, text_end = value_span(raw, keys)
+            splices.append((text_start, text_end, encoded(trimmed.text)))
+            name, removals = note_name(keys[-1]), encoded(note(trimmed))
+            container = value_span(raw, keys[:-1])
+            if raw[container[0]] == "{":
+                member = member_span(raw, container, name)
+                if member is None:
+                    splices.append((text_end, text_end, f", {encoded(name)}: {removals}"))
+                else:
+                    splices.append((*member, removals))
+        # From the end of the line back, so each span is where it was found.
+        for splice_start, splice_end, replacement in sorted(splices, reverse=True):
+            raw = raw[:splice_start] + replacement + raw[splice_end:]
+        parts += [chunk[copied:start], raw.encode("utf-8", errors="surrogateescape")]
         copied = end
     parts.append(chunk[copied:])
     return b"".join(parts)
 
 
-def _dump(document: Any, raw: bytes) -> bytes:
-    ending = raw[len(raw.rstrip(b"\r\n")) :]
-    try:
-        return (
-            json.dumps(document, ensure_ascii=False).encode("utf-8", errors="surrogateescape")
-            + ending
-        )
-    except UnicodeEncodeError:  # a lone surrogate that came from a JSON escape, not a raw byte
-        return json.dumps(document).encode("ascii") + ending
+def _keys(path: str) -> list[str]:
+    """The segments of a concrete field path (``messages.3.content``): names and indexes."""
+    segments = FieldPath.parse(path).segments
+    assert None not in segments  # a concrete path names each member and item, it has no *
+    return cast(list[str], list(segments))
 
 
 def _kind(value: Any) -> str:

@@ -1,5 +1,8 @@
 """SQLite: each value of ``--column`` in ``--table`` is one row, read in chunks in rowid order
-through a read-only connection. NULL scans as an empty text; an integer, real or blob is an
+through a read-only connection. A row is told by its rowid, reached by the first of SQLite's
+names for it (``rowid``, ``_rowid_``, ``oid``) that the table does not declare as a column of its
+own: a declared ``rowid`` column may hold anything, NULLs and numbers of other rows. A table that
+declares all three, or has no rowid (``WITHOUT ROWID``), is refused. NULL scans as an empty text; an integer, real or blob is an
 error, reported with its rowid and counted, and the scan goes on.
 
 Cleaning: while the scan reads, the trimmed texts and their removals are staged in a temporary
@@ -29,6 +32,7 @@ CHUNK_ROWS = 4096
 STAGING = "temp.loopbreak_trimmed"
 # By typeof(): bytes, as every text comes through the scan's cursor (see there).
 NOT_TEXT = {b"integer": "an integer", b"real": "a real number", b"blob": "a blob"}
+ROWID_NAMES = ("rowid", "_rowid_", "oid")
 
 
 def scan(
@@ -55,11 +59,11 @@ def _scan(
     uri = f"file:{urllib.parse.quote(str(source.path.resolve()))}?mode=ro"
     reader = sqlite3.connect(uri, uri=True)
     try:
-        table, column = _check(reader, table, column)
+        table, column, rowid = _check(reader, table, column)
         total_rows = max(reader.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0], 1)
         with ExitStack() as stack:
             target = (
-                stack.enter_context(_cleaning(source, reader, table, column))
+                stack.enter_context(_cleaning(source, reader, table, column, rowid))
                 if source.dest
                 else None
             )
@@ -67,7 +71,7 @@ def _scan(
             # unit each) instead of failing the whole chunk, and encode back to the same bytes.
             reader.text_factory = bytes
             cursor = reader.execute(
-                f"SELECT rowid, typeof({_quote(column)}), {_quote(column)} FROM {_quote(table)} ORDER BY rowid"
+                f"SELECT {rowid}, typeof({_quote(column)}), {_quote(column)} FROM {_quote(table)} ORDER BY {rowid}"
             )
             done = 0
             while rows := cursor.fetchmany(CHUNK_ROWS):
@@ -106,7 +110,8 @@ def _scan(
 
 def _check(
     reader: sqlite3.Connection, table: Optional[str], column: Optional[str]
-) -> tuple[str, str]:
+) -> tuple[str, str, str]:
+    """The table, the column, and the name that reaches the table's rowid."""
     tables = [
         name
         for (name,) in reader.execute(
@@ -120,18 +125,26 @@ def _check(
     if column is None or column not in columns:
         wanted = "SQLite needs --column" if column is None else f"no column {column!r} in {table}"
         raise ScanError(f"{wanted} (columns: {', '.join(columns)})")
+    # Column names are case-insensitive: a column ROWID hides the rowid too.
+    declared = {name.lower() for name in columns}
+    free = [name for name in ROWID_NAMES if name not in declared]
+    if not free:
+        raise ScanError(
+            f"table {table!r} has columns named rowid, _rowid_ and oid, which hide its rowid"
+            " (the only way to tell its rows)"
+        )
     try:
-        reader.execute(f"SELECT rowid FROM {_quote(table)} LIMIT 0")
+        reader.execute(f"SELECT {free[0]} FROM {_quote(table)} LIMIT 0")
     except sqlite3.OperationalError:
         raise ScanError(
             f"table {table!r} has no rowid to tell its rows by (a WITHOUT ROWID table)"
         ) from None
-    return table, column
+    return table, column, free[0]
 
 
 @contextmanager
 def _cleaning(
-    source: Source, reader: sqlite3.Connection, table: str, column: str
+    source: Source, reader: sqlite3.Connection, table: str, column: str, rowid: str
 ) -> Iterator[sqlite3.Connection]:
     """The connection the cleaned rows are staged in; they are written when the scan ends."""
     (encoding,) = reader.execute("PRAGMA encoding").fetchone()
@@ -150,20 +163,20 @@ def _cleaning(
         target.execute(f"CREATE TABLE {STAGING} (row_id INTEGER PRIMARY KEY, text BLOB, note TEXT)")
         yield target
         if target.execute(f"SELECT count(*) FROM {STAGING}").fetchone()[0]:
-            _apply(target, table, column)
+            _apply(target, table, column, rowid)
 
 
-def _apply(target: sqlite3.Connection, table: str, column: str) -> None:
+def _apply(target: sqlite3.Connection, table: str, column: str, rowid: str) -> None:
     """Writes the staged rows and their notes in one transaction."""
     t, text, notes = _quote(table), _quote(column), _quote(note_name(column))
-    staged = f"FROM {STAGING} AS staged WHERE staged.row_id = {t}.rowid"
+    staged = f"FROM {STAGING} AS staged WHERE staged.row_id = {t}.{rowid}"
     target.execute("BEGIN IMMEDIATE")
     try:
         if note_name(column) not in _columns(target, table):
             target.execute(f"ALTER TABLE {t} ADD COLUMN {notes} TEXT")
         target.execute(
             f"UPDATE {t} SET {text} = (SELECT CAST(staged.text AS TEXT) {staged}), {notes} = (SELECT staged.note {staged})"
-            f" WHERE rowid IN (SELECT row_id FROM {STAGING})"
+            f" WHERE {rowid} IN (SELECT row_id FROM {STAGING})"
         )
         target.execute("COMMIT")
     except BaseException:

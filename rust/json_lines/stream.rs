@@ -11,10 +11,14 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::Duration;
 
+use super::line_chunks::LineChunks;
+use super::read::{scan_lines, Kind, Scan, Segment, Told, Value};
 use crate::finding::Finding;
-use crate::json_lines::{scan_lines, Kind, Scan, Segment, Told, Value};
-use crate::line_chunks::LineChunks;
 use crate::rules::Rules;
+
+/// The byte-order mark a UTF-8 file may start with: kept in the chunk's bytes, not part of the
+/// stream's first line.
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// What one chunk of lines holds to report. Lines count from 0 at the chunk's first line; byte
 /// ranges (a line with its newline) are offsets into `data`.
@@ -80,10 +84,10 @@ impl ScannedChunks {
         // One result waits while the one before is reported.
         let (sender, results) = mpsc::sync_channel(1);
         thread::Builder::new().name("loopbreak-scan".into()).spawn(move || {
+            let mut first = true;
             while let Some(chunk) = chunks.next_chunk() {
                 let result = match chunk {
-                    Ok(data) => panic::catch_unwind(AssertUnwindSafe(|| scanned(data, &path, &rules, threads)))
-                        .map_err(|panic| StreamError::Panicked(panic_message(&*panic))),
+                    Ok(data) => scan_chunk(data, std::mem::take(&mut first), &path, &rules, threads),
                     Err(error) => Err(StreamError::Read(error)),
                 };
                 let last = result.is_err();
@@ -111,8 +115,19 @@ impl ScannedChunks {
     }
 }
 
-fn scanned(data: Vec<u8>, path: &[Segment], rules: &Rules, threads: Option<usize>) -> ScannedChunk {
-    let lines = scan_lines(&data, path, rules, threads);
+/// Reads and scans one chunk of whole lines (`first`: the stream's first, whose [`BOM`] is no
+/// part of its first line) on all cores (or `threads`); a panic (a bug) is an error.
+pub fn scan_chunk(data: Vec<u8>, first: bool, path: &[Segment], rules: &Rules, threads: Option<usize>) -> ChunkResult {
+    panic::catch_unwind(AssertUnwindSafe(|| scanned(data, first, path, rules, threads)))
+        .map_err(|panic| StreamError::Panicked(panic_message(&*panic)))
+}
+
+fn scanned(data: Vec<u8>, first: bool, path: &[Segment], rules: &Rules, threads: Option<usize>) -> ScannedChunk {
+    let skip = if first && data.starts_with(BOM) { BOM.len() } else { 0 };
+    let mut lines = scan_lines(&data[skip..], path, rules, threads);
+    for line in &mut lines {
+        line.bytes = line.bytes.start + skip..line.bytes.end + skip;
+    }
     let (mut rows, mut first_read) = (0, None);
     let (mut unread, mut not_text, mut found) = (Vec::new(), Vec::new(), Vec::new());
     let count = lines.len();
@@ -160,6 +175,12 @@ mod tests {
         vec![Segment::Key { name: "t".into(), index: None }]
     }
 
+    /// The chunks of `data` scanned at the field `t`.
+    fn scan_t(data: &str, chunk_bytes: usize) -> ScannedChunks {
+        ScannedChunks::scan(io::Cursor::new(data.as_bytes().to_vec()), every_t(), DEFAULT_RULES, None, chunk_bytes)
+            .unwrap()
+    }
+
     fn all(chunks: &ScannedChunks) -> Vec<ChunkResult> {
         let mut got = Vec::new();
         loop {
@@ -197,14 +218,7 @@ mod tests {
             .collect();
         let data = lines.join("\n");
         for chunk_bytes in [1, 100, 1000, 1 << 20] {
-            let chunks = ScannedChunks::scan(
-                io::Cursor::new(data.clone().into_bytes()),
-                every_t(),
-                DEFAULT_RULES,
-                None,
-                chunk_bytes,
-            )
-            .unwrap();
+            let chunks = scan_t(&data, chunk_bytes);
             let recycler = chunks.recycler();
             let (mut first, mut found, mut unread, mut not_text, mut rows) =
                 (None, Vec::new(), Vec::new(), Vec::new(), 0);
@@ -242,6 +256,21 @@ mod tests {
             assert_eq!(found, want);
             assert_eq!(unread, (1..40).step_by(5).map(|i| (i, b"not json\n".to_vec())).collect::<Vec<_>>());
             assert_eq!(not_text, (2..40).step_by(5).map(|i| (i, "t".to_owned(), Kind::Number)).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_at_the_start_is_in_the_bytes_not_in_line_one() {
+        let looping = "loadTools. ".repeat(60);
+        let data = format!("\u{feff}{{\"t\":\"{looping}\"}}\n\u{feff}{{\"t\":\"x\"}}\n");
+        for chunk_bytes in [1, 1 << 20] {
+            let got: Vec<ScannedChunk> = all(&scan_t(&data, chunk_bytes)).into_iter().map(Result::unwrap).collect();
+            assert!(got[0].data.starts_with(BOM));
+            assert_eq!(got[0].found[0].bytes.start, BOM.len());
+            assert_eq!(got[0].found[0].text, looping);
+            // Only the stream's first line may start with one: later, it is not JSON.
+            let last = got.last().unwrap();
+            assert_eq!(last.unread.len(), 1);
         }
     }
 

@@ -6,7 +6,7 @@
 //! 4 KiB page on first touch, as much as the read itself.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 
 /// Chunks read ahead of the one being worked on (besides the one being read).
@@ -26,9 +26,14 @@ impl LineChunks {
     pub fn read(source: impl Read + Send + 'static, chunk_bytes: usize) -> io::Result<Self> {
         let (sender, chunks) = mpsc::sync_channel(AHEAD);
         let (spare, spares) = mpsc::channel();
-        thread::Builder::new()
-            .name("loopbreak-read".into())
-            .spawn(move || read_chunks(source, chunk_bytes.max(1), &sender, &spares))?;
+        thread::Builder::new().name("loopbreak-read".into()).spawn(move || {
+            let mut cutter = LineCutter::new(source, chunk_bytes);
+            while let Some(chunk) = cutter.next_chunk(spares.try_recv().unwrap_or_default()) {
+                if sender.send(chunk).is_err() {
+                    return;
+                }
+            }
+        })?;
         Ok(LineChunks { chunks, spare })
     }
 
@@ -44,54 +49,63 @@ impl LineChunks {
     }
 }
 
-fn read_chunks(
-    mut source: impl Read,
+/// Cuts a stream into the chunks of [`LineChunks`] on the caller's thread, one chunk a call.
+pub struct LineCutter<R> {
+    source: R,
     chunk_bytes: usize,
-    chunks: &SyncSender<io::Result<Vec<u8>>>,
-    spares: &Receiver<Vec<u8>>,
-) {
-    // The start of a line cut off at the end of the last chunk.
-    let mut carried: Vec<u8> = Vec::new();
-    loop {
-        let mut chunk = spares.try_recv().unwrap_or_default();
-        chunk.clear();
-        chunk.extend_from_slice(&carried);
-        carried.clear();
-        let mut read_error = None;
-        let mut ended = false;
-        // The carried start of a line has no newline: only what is read from here on is searched.
-        let mut has_newline = false;
-        loop {
-            // Fill up to `chunk_bytes`, then as much again while no line has ended.
-            let wanted = if chunk.len() < chunk_bytes { chunk_bytes - chunk.len() } else { chunk_bytes };
-            let before = chunk.len();
-            chunk.reserve(wanted);
-            match (&mut source).take(wanted as u64).read_to_end(&mut chunk) {
-                Ok(got) => ended = got < wanted,
-                // The bytes read before the error are in the chunk.
-                Err(error) => read_error = Some(error),
+    /// The start of a line cut off at the end of the last chunk.
+    carried: Vec<u8>,
+    /// The read error to give after the chunk read before it.
+    error: Option<io::Error>,
+    done: bool,
+}
+
+impl<R: Read> LineCutter<R> {
+    pub fn new(source: R, chunk_bytes: usize) -> Self {
+        LineCutter { source, chunk_bytes: chunk_bytes.max(1), carried: Vec::new(), error: None, done: false }
+    }
+
+    /// The next chunk, read into `buffer` (a spare one, or a new one); None after the last.
+    pub fn next_chunk(&mut self, mut chunk: Vec<u8>) -> Option<io::Result<Vec<u8>>> {
+        while !self.done {
+            if let Some(error) = self.error.take() {
+                self.done = true;
+                return Some(Err(error));
             }
-            has_newline = has_newline || memchr::memchr(b'\n', &chunk[before..]).is_some();
-            if ended || read_error.is_some() || (chunk.len() >= chunk_bytes && has_newline) {
-                break;
+            chunk.clear();
+            chunk.append(&mut self.carried);
+            let chunk_bytes = self.chunk_bytes;
+            let mut ended = false;
+            // The carried start of a line has no newline: only what is read from here on is searched.
+            let mut has_newline = false;
+            loop {
+                // Fill up to `chunk_bytes`, then as much again while no line has ended.
+                let wanted = if chunk.len() < chunk_bytes { chunk_bytes - chunk.len() } else { chunk_bytes };
+                let before = chunk.len();
+                chunk.reserve(wanted);
+                match (&mut self.source).take(wanted as u64).read_to_end(&mut chunk) {
+                    Ok(got) => ended = got < wanted,
+                    // The bytes read before the error are in the chunk.
+                    Err(error) => self.error = Some(error),
+                }
+                has_newline = has_newline || memchr::memchr(b'\n', &chunk[before..]).is_some();
+                if ended || self.error.is_some() || (chunk.len() >= chunk_bytes && has_newline) {
+                    break;
+                }
+            }
+            if ended {
+                self.done = true;
+            } else {
+                // Whole lines only: the last, unfinished one goes on in the next chunk.
+                let cut = memchr::memrchr(b'\n', &chunk).map_or(0, |newline| newline + 1);
+                self.carried.extend_from_slice(&chunk[cut..]);
+                chunk.truncate(cut);
+            }
+            if !chunk.is_empty() {
+                return Some(Ok(chunk));
             }
         }
-        if !ended {
-            // Whole lines only: the last, unfinished one goes on in the next chunk.
-            let cut = memchr::memrchr(b'\n', &chunk).map_or(0, |newline| newline + 1);
-            carried.extend_from_slice(&chunk[cut..]);
-            chunk.truncate(cut);
-        }
-        if !chunk.is_empty() && chunks.send(Ok(chunk)).is_err() {
-            return;
-        }
-        if let Some(error) = read_error {
-            let _ = chunks.send(Err(error));
-            return;
-        }
-        if ended {
-            return;
-        }
+        None
     }
 }
 
