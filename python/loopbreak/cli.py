@@ -8,6 +8,7 @@ import sys
 from typing import Callable, Optional
 
 from loopbreak import __version__
+from loopbreak.proxy import cli as proxy_cli
 from loopbreak.scanning import cli as scan_cli
 from loopbreak.streaming import demo
 
@@ -20,6 +21,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     commands = parser.add_subparsers(title="commands", required=True)
     demo.register(commands)
     scan_cli.register(commands)
+    proxy_cli.register(commands)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 import uvicorn
 from starlette.applications import Starlette
@@ -242,12 +242,13 @@ def routes(recordings: Recordings) -> list[BaseRoute]:
     ]
 
 
-def serve(app: Starlette) -> Iterator[str]:
-    """Runs ``app`` on a free localhost port in a thread; yields its base URL, then stops it."""
+def serve(app: Starlette, lifespan: Literal["on", "off"] = "off") -> Iterator[str]:
+    """Runs ``app`` on a free localhost port in a thread; yields its base URL, then stops it.
+    ``lifespan="on"`` runs the app's startup and shutdown (an app that opens clients there)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

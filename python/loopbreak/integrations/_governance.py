@@ -26,6 +26,7 @@ from loopbreak.agent.decision import Decision
 from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
 from loopbreak.agent.receipt import Receipt, RunEvidence, Verifier
 from loopbreak.streaming.guard import Degeneration
+from loopbreak.telemetry import record_run
 
 ReceiptCallback = Callable[[Receipt], None]
 
@@ -132,6 +133,7 @@ class GovernedRun:
         """Builds the receipt (once; later calls return it) and hands it to ``on_receipt``."""
         if self.receipt is None:
             self.receipt = self.evidence.receipt(self._verifier)
+            record_run(self.receipt, None if self.stop is None else self.stop.reason.value)
             if self._on_receipt is not None:
                 self._on_receipt(self.receipt)
         return self.receipt
