@@ -173,12 +173,15 @@ def app(recordings: Recordings) -> Starlette:
         if model == "slow":
             await asyncio.sleep(SLOW_SECONDS)
         if model == "malformed":
-            return await malformed(request)
-        if payload.get("stream"):
-            if model.startswith("repetition:"):
-                return await repetition(request)
-            return await stream_routes[request.url.path](request)
-        return JSONResponse(whole[request.url.path](model))
+            endpoint = malformed
+        elif payload.get("stream"):
+            endpoint = (
+                repetition if model.startswith("repetition:") else stream_routes[request.url.path]
+            )
+        else:
+            return JSONResponse(whole[request.url.path](model))
+        streamed: Response = await endpoint(request)
+        return streamed
 
     async def models(request: Request) -> Response:
         if request.headers.get("authorization") != f"Bearer {API_KEY}":
