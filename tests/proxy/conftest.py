@@ -32,7 +32,7 @@ def upstream(recordings: Recordings) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _proxy(upstream: str, **options: Any) -> Iterator[str]:
+def proxy_in_front_of(upstream: str, **options: Any) -> Iterator[str]:
     with serve_app(create_app(ProxyConfig(upstream=upstream, **options)), "on") as url:
         yield url
 
@@ -40,14 +40,14 @@ def _proxy(upstream: str, **options: Any) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def proxy(upstream: str) -> Iterator[str]:
     """The proxy with its defaults in front of the recorded upstream."""
-    with _proxy(upstream) as url:
+    with proxy_in_front_of(upstream) as url:
         yield url
 
 
 @pytest.fixture
 def make_proxy(upstream: str) -> ProxyFactory:
     """Starts a proxy with other options: ``with make_proxy(keep=3) as url: ...``."""
-    return lambda **options: _proxy(upstream, **options)
+    return lambda **options: proxy_in_front_of(upstream, **options)
 
 
 def client(base_url: str, api_key: str = proxy_upstream.API_KEY) -> OpenAI:
