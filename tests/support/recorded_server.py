@@ -8,7 +8,7 @@ the reasoning kinds stream it as a reasoning model's thinking followed by the an
 (DeepSeek, vLLM, llama.cpp) or Responses ``response.reasoning_text.delta`` events,
 ``"reasoning:<id>"`` in chat deltas' ``reasoning`` (OpenRouter, Ollama) or Responses
 ``response.reasoning_summary_text.delta`` events; any other name streams the loop
-``DEFAULT_RECORDING`` as answer text.
+``DEFAULT_RECORDING`` as answer text. A ``#tag`` after the name is ignored.
 Deltas are token-sized and spaced by ``TOKEN_INTERVAL`` like a live model; every stream is
 logged, so a test can see whether the server sent everything or saw the client disconnect.
 The server runs in a thread on a free localhost port (``serve``).
@@ -81,6 +81,7 @@ DEFAULT_RECORDING = "d10-greedy"
 
 
 def _deltas(model: str) -> tuple[str, list[str]]:
+    model = model.partition("#")[0]  # a "#tag" tells concurrent streams apart in the log
     kind, _, recording_id = (
         model.partition(":") if ":" in model else ("content", "", DEFAULT_RECORDING)
     )
