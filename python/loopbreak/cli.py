@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 from loopbreak import __version__
 from loopbreak.agent import runs_cli
+from loopbreak.proxy import cli as proxy_cli
 from loopbreak.scanning import cli as scan_cli
 from loopbreak.streaming import demo
 
@@ -22,6 +23,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     demo.register(commands)
     scan_cli.register(commands)
     runs_cli.register(commands)
+    proxy_cli.register(commands)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return handler(args)

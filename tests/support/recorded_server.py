@@ -8,7 +8,7 @@ the reasoning kinds stream it as a reasoning model's thinking followed by the an
 (DeepSeek, vLLM, llama.cpp) or Responses ``response.reasoning_text.delta`` events,
 ``"reasoning:<id>"`` in chat deltas' ``reasoning`` (OpenRouter, Ollama) or Responses
 ``response.reasoning_summary_text.delta`` events; any other name streams the loop
-``DEFAULT_RECORDING`` as answer text.
+``DEFAULT_RECORDING`` as answer text. A ``#tag`` after the name is ignored.
 Deltas are token-sized and spaced by ``TOKEN_INTERVAL`` like a live model; every stream is
 logged, so a test can see whether the server sent everything or saw the client disconnect.
 The server runs in a thread on a free localhost port (``serve``).
@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Literal, Optional
 
 import uvicorn
 from starlette.applications import Starlette
@@ -81,6 +81,7 @@ DEFAULT_RECORDING = "d10-greedy"
 
 
 def _deltas(model: str) -> tuple[str, list[str]]:
+    model = model.partition("#")[0]  # a "#tag" tells concurrent streams apart in the log
     kind, _, recording_id = (
         model.partition(":") if ":" in model else ("content", "", DEFAULT_RECORDING)
     )
@@ -242,12 +243,13 @@ def routes(recordings: Recordings) -> list[BaseRoute]:
     ]
 
 
-def serve(app: Starlette) -> Iterator[str]:
-    """Runs ``app`` on a free localhost port in a thread; yields its base URL, then stops it."""
+def serve(app: Starlette, lifespan: Literal["on", "off"] = "off") -> Iterator[str]:
+    """Runs ``app`` on a free localhost port in a thread; yields its base URL, then stops it.
+    ``lifespan="on"`` runs the app's startup and shutdown (an app that opens clients there)."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

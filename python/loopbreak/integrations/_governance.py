@@ -40,6 +40,7 @@ from loopbreak.agent.decision import Decision, Number
 from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
 from loopbreak.agent.receipt import Receipt, RunEvidence
 from loopbreak.streaming.guard import AsyncGuarded, Degeneration, Guarded, Piece
+from loopbreak.telemetry import record_run
 
 T = TypeVar("T")
 ReceiptCallback = Callable[[Receipt], object]
@@ -307,6 +308,7 @@ class AgentRun:
             self.receipt = self.evidence.receipt(
                 None if verifier is None else (lambda: verifier(self))
             )
+            record_run(self.receipt, None if self.stop is None else self.stop.reason.value)
         on_receipt = self._governance.on_receipt
         if on_receipt is not None:
             on_receipt(self.receipt)

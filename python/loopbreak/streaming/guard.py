@@ -49,6 +49,7 @@ from typing import (
 
 from loopbreak._core import DEFAULT_KEEP, Detector, Finding, Rules, trim
 from loopbreak.errors import DegenerationDetected
+from loopbreak.telemetry import record_degeneration
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -237,6 +238,8 @@ class _GuardBase(Generic[T]):
         """Marks the stream degenerate (the caller stops reading) and raises if so asked."""
         self._status = "degenerate"
         degeneration = self._watch.degeneration
+        if degeneration is not None:
+            record_degeneration(degeneration)  # the current span, with loopbreak[otel]
         if degeneration is not None and self._on_degeneration == "raise":
             raise DegenerationDetected(degeneration)
 

@@ -1,0 +1,129 @@
+"""Relaying an upstream's server-sent events through the stream guard.
+
+``UpstreamEvents`` reads the upstream's response as SSE events, each decoded once; the guard
+(``AsyncGuarded`` with ``Endpoint.event_pieces``, in ``app``) passes each event on unchanged
+until a rule holds, then closes the upstream response, which is what makes the model server
+stop generating. ``relay`` yields the events' text for the client, then the stop events or,
+when the upstream failed mid-stream, one OpenAI-shaped error event (the ``openai`` client
+raises it as an ``APIError``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import httpx
+
+from loopbreak.proxy.formats import Endpoint, Json, loop_member
+from loopbreak.streaming.guard import AsyncGuarded
+
+
+class MalformedStream(Exception):
+    """The upstream sent an event whose data is not JSON."""
+
+
+@dataclass(frozen=True)
+class Event:
+    text: str
+    """The event as the upstream sent it (line endings normalised), to relay unchanged."""
+    data: Json
+    """Its decoded data; None for ``[DONE]`` and events without data."""
+
+
+def _event(lines: list[str]) -> Event:
+    text = "\n".join(lines) + "\n\n"
+    data_lines = [line[5:].removeprefix(" ") for line in lines if line.startswith("data:")]
+    data = "\n".join(data_lines)
+    if not data_lines or data == "[DONE]":
+        return Event(text, None)
+    try:
+        return Event(text, json.loads(data))
+    except ValueError:
+        raise MalformedStream(
+            f"the upstream sent an event that is not JSON: {data[:80]!r}"
+        ) from None
+
+
+class UpstreamEvents:
+    """An upstream's streamed response as ``Event`` objects; ``aclose()`` closes the response
+    (the connection goes, so the server sees its client leave)."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[Event]:
+        lines: list[str] = []
+        async for line in self._response.aiter_lines():
+            if line:
+                lines.append(line)
+            elif lines:
+                yield _event(lines)
+                lines = []
+        if lines:
+            yield _event(lines)
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+def error_kind(error: BaseException) -> str:
+    """How an upstream failed, as the metrics and the error event name it."""
+    if isinstance(error, MalformedStream):
+        return "malformed"
+    if isinstance(error, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(error, httpx.ConnectError):
+        return "connect"
+    return "transport"
+
+
+def error_body(kind: str, message: str) -> dict[str, Any]:
+    """An error in the OpenAI API's shape, as the proxy answers its own failures."""
+    return {
+        "error": {"message": f"loopbreak proxy: {message}", "type": "upstream_error", "code": kind}
+    }
+
+
+@dataclass
+class StreamEnds:
+    """The first and last decoded events (templates for the stop event) and the finish
+    reasons the upstream reported."""
+
+    first: Json = None
+    last: Json = None
+    finish_reasons: tuple[str, ...] = ()
+    error: Optional[str] = None
+
+
+async def relay(
+    guarded: AsyncGuarded[Event],
+    endpoint: Endpoint,
+    ends: StreamEnds,
+    on_error: Callable[[str], None],
+) -> AsyncIterator[str]:
+    try:
+        async for event in guarded:
+            if event.data is not None:
+                if ends.first is None:
+                    ends.first = event.data
+                ends.last = event.data
+                reasons = endpoint.finish_reasons(event.data)
+                if reasons:
+                    ends.finish_reasons = tuple(reasons)
+            yield event.text
+    except (httpx.HTTPError, MalformedStream) as error:
+        kind = error_kind(error)
+        ends.error = kind
+        on_error(kind)
+        yield f"data: {json.dumps(error_body(kind, str(error) or type(error).__name__))}\n\n"
+        return
+    degeneration = guarded.degeneration
+    if guarded.status == "degenerate" and degeneration is not None:
+        for text in endpoint.stop_events(ends.first, ends.last, loop_member(degeneration)):
+            yield text
