@@ -32,7 +32,7 @@ pub use finding::{Finding, Rule};
 pub use json_lines::{read_line, scan_line, scan_lines, Kind, Line, Reached, Scan, ScannedLine, Segment, Told, Value};
 pub use json_lines_stream::{ChunkResult, FoundText, ScannedChunk, ScannedChunks, StreamError};
 pub use line_chunks::LineChunks;
-pub use rules::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT, TOKEN_RULES};
+pub use rules::{BlockKind, RuleValues, Rules, RulesError, CONSERVATIVE_RULES, DEFAULT_RULES, PACKED_CONTEXT, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 

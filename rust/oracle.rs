@@ -51,10 +51,8 @@ fn periodic_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                 continue;
             }
             let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
-            let Some(kind) = BlockKind::of_run(block, before) else {
-                continue;
-            };
-            let need = rules.required_span(p as u32, kind) as usize;
+            let kind = BlockKind::of_run(block, before);
+            let need = rules.run_span(block, kind) as usize;
             if end - start < need {
                 continue;
             }

@@ -210,6 +210,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         code_min_lines: 65_537,
         counter_min_lines: 65_537,
         counter_span: 0,
+        payload_span: 65_537,
     })
     .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
