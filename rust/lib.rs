@@ -7,6 +7,7 @@
 //! code that uses pyo3.
 
 mod batch;
+mod classes;
 mod counters;
 mod detector;
 mod extent;
@@ -27,12 +28,13 @@ mod window;
 mod python;
 
 pub use batch::{map_parallel, scan_many};
+pub use classes::{BlockKind, PACKED_CONTEXT};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
 pub use json_lines::{read_line, scan_line, scan_lines, Kind, Line, Reached, Scan, ScannedLine, Segment, Told, Value};
 pub use json_lines_stream::{ChunkResult, FoundText, ScannedChunk, ScannedChunks, StreamError};
 pub use line_chunks::LineChunks;
-pub use rules::{BlockKind, RuleValues, Rules, RulesError, CONSERVATIVE_RULES, DEFAULT_RULES, PACKED_CONTEXT, TOKEN_RULES};
+pub use rules::{RuleValues, Rules, RulesError, CONSERVATIVE_RULES, DEFAULT_RULES, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 

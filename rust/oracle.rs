@@ -1,9 +1,10 @@
 //! A slow, direct reading of the rules, for tests: every period at every unit, every line.
 //! The streaming detector must agree with it exactly.
 
+use crate::classes::{BlockKind, PACKED_CONTEXT};
 use crate::counters::{counts_on, required_lines};
 use crate::finding::{Finding, Rule};
-use crate::rules::{BlockKind, Rules, PACKED_CONTEXT};
+use crate::rules::Rules;
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
 /// its region reaches by time t.

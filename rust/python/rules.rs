@@ -191,7 +191,7 @@ impl PyRules {
     /// How many identical lines in a row make `line` a finding.
     fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u64> {
         let units = text_arg(line, "line")?.to_units();
-        let len = units.iter().rposition(|&u| !crate::rules::is_whitespace(u)).map_or(0, |i| i + 1);
+        let len = units.iter().rposition(|&u| !crate::classes::is_whitespace(u)).map_or(0, |i| i + 1);
         Ok(self.inner.required_lines(BlockKind::of_line(&units[..len]), len as u64))
     }
 

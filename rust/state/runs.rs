@@ -2,9 +2,9 @@
 //! followed unit by unit (a [`Tracker`]) while it can still reach its rule, until it breaks.
 
 use super::{Candidate, Core, K};
+use crate::classes::{BlockKind, PACKED_CONTEXT};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
-use crate::rules::{BlockKind, PACKED_CONTEXT};
 
 /// Follows one periodic run once sampling has seen it.
 #[derive(Clone, Debug)]
