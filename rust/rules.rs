@@ -262,8 +262,8 @@ pub const TOKEN_RULES: Rules = Rules {
         // Three copies of a 119-token block occur in test_email's data; a fourth never does.
         long_min_repeats: 4,
         // 240 (not 256) because a finding is told a sample after its span is reached: every line
-        // and piece of the floor is found by 256 tokens of loop. Benign blocks of 2-13 tokens stop
-        // at 207 tokens (9 copies of 23 in test_codecs.py).
+        // and piece of the floor is found by 256 tokens of loop. No benign block of fewer than 30
+        // tokens spans more than 207 (9 copies of 23 in test_codecs.py).
         min_span: 240,
         code_min_span: 240,
         // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 240 leaves 1.2x.
