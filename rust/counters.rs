@@ -26,8 +26,9 @@
 //! one before, or that first differs from it at a unit no digit in either (found 16 units at a
 //! time), most lines of any text, is told apart without a digit being read.
 
+use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
-use crate::rules::{classify, is_whitespace, Rules, UnitClass};
+use crate::rules::Rules;
 use crate::window::Window;
 
 /// What the end of a non-blank line did to the streak of counter lines.

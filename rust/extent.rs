@@ -2,10 +2,11 @@
 //! it stood when its rule first held; an offline scan has the whole text, so it reports where
 //! the repetition stops and every copy it holds (and `trim` cuts by the same extent).
 
+use crate::classes::is_whitespace;
 use crate::counters::counts_on;
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
-use crate::rules::{is_whitespace, Rules};
+use crate::rules::Rules;
 
 /// A region as far as it reaches in the whole text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

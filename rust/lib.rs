@@ -7,6 +7,7 @@
 //! code that uses pyo3.
 
 mod batch;
+mod classes;
 mod counters;
 mod detector;
 mod extent;
@@ -25,9 +26,10 @@ mod window;
 mod python;
 
 pub use batch::{map_parallel, scan_many};
+pub use classes::{BlockKind, PACKED_CONTEXT};
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
-pub use rules::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES, PACKED_CONTEXT, TOKEN_RULES};
+pub use rules::{RuleValues, Rules, RulesError, CONSERVATIVE_RULES, DEFAULT_RULES, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};
 

@@ -20,9 +20,10 @@
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
+use crate::classes::{is_whitespace, BlockKind, KindCounts};
 use crate::counters::{CounterEvent, Counters};
 use crate::lanes::Unit;
-use crate::rules::{is_whitespace, BlockKind, KindCounts, Rules};
+use crate::rules::Rules;
 use crate::window::Window;
 
 /// The prime modulus of the line hash.

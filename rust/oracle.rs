@@ -1,9 +1,10 @@
 //! A slow, direct reading of the rules, for tests: every period at every unit, every line.
 //! The streaming detector must agree with it exactly.
 
+use crate::classes::{BlockKind, PACKED_CONTEXT};
 use crate::counters::{counts_on, required_lines};
 use crate::finding::{Finding, Rule};
-use crate::rules::{BlockKind, Rules, PACKED_CONTEXT};
+use crate::rules::Rules;
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
 /// its region reaches by time t.
@@ -51,10 +52,8 @@ fn periodic_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                 continue;
             }
             let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
-            let Some(kind) = BlockKind::of_run(block, before) else {
-                continue;
-            };
-            let need = rules.required_span(p as u32, kind) as usize;
+            let kind = BlockKind::of_run(block, before);
+            let need = rules.run_span(block, kind) as usize;
             if end - start < need {
                 continue;
             }

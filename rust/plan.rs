@@ -1,7 +1,10 @@
 //! The sampling plan: which periods the detector compares at which units, and how much history
 //! it keeps, worked out once per set of rules.
 
-use crate::rules::{Rules, PACKED_CONTEXT, SAMPLE_UNITS};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::classes::PACKED_CONTEXT;
+use crate::rules::{Rules, DEFAULT_RULES, SAMPLE_UNITS};
 
 const K: u64 = SAMPLE_UNITS as u64;
 
@@ -22,7 +25,33 @@ pub struct Plan {
     pub window_len: usize,
 }
 
+/// Plans of rules other than the defaults kept for reuse (the token preset, a caller's own
+/// rules), the most recently used last; a few sets of rules are in use at a time.
+const CACHED_PLANS: usize = 8;
+
 impl Plan {
+    /// The plan of `rules`, worked out once per set of rules in use: working one out takes
+    /// 25-100 us, and a detector is made per stream (every `TokenStreams.add`).
+    pub fn shared(rules: &Rules) -> Arc<Plan> {
+        static DEFAULT_PLAN: OnceLock<Arc<Plan>> = OnceLock::new();
+        static PLANS: Mutex<Vec<(Rules, Arc<Plan>)>> = Mutex::new(Vec::new());
+        if *rules == DEFAULT_RULES {
+            return Arc::clone(DEFAULT_PLAN.get_or_init(|| Arc::new(Plan::new(rules))));
+        }
+        // A poisoned lock only means another thread panicked while holding it: the list is
+        // whole at every point a panic can happen.
+        let mut plans = PLANS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let plan = match plans.iter().position(|(cached, _)| cached == rules) {
+            Some(at) => plans.remove(at).1,
+            None => Arc::new(Plan::new(rules)),
+        };
+        if plans.len() == CACHED_PLANS {
+            plans.remove(0);
+        }
+        plans.push((*rules, Arc::clone(&plan)));
+        plan
+    }
+
     pub fn new(rules: &Rules) -> Plan {
         let max_long = rules.max_long_period;
         let least: Vec<u64> = (0..=max_long).map(|p| if p == 0 { 0 } else { rules.least_required_span(p) }).collect();
@@ -67,7 +96,16 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::DEFAULT_RULES;
+    use crate::rules::{CONSERVATIVE_RULES, TOKEN_RULES};
+
+    #[test]
+    fn a_plan_is_worked_out_once_per_set_of_rules_in_use() {
+        for rules in [DEFAULT_RULES, TOKEN_RULES, CONSERVATIVE_RULES] {
+            assert!(Arc::ptr_eq(&Plan::shared(&rules), &Plan::shared(&rules)));
+        }
+        let first = Plan::shared(&TOKEN_RULES);
+        assert_eq!(first.window_len, Plan::new(&TOKEN_RULES).window_len);
+    }
 
     /// Each period's spacing is that of the first tier whose due periods reach it, and sampling
     /// at that spacing leaves room to see the period's runs before they can count.

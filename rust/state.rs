@@ -25,14 +25,14 @@ mod claims;
 mod runs;
 mod sampling;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::counters::CounterEvent;
 use crate::finding::{Finding, Rule};
 use crate::lanes::{Marks, Unit, LANES};
 use crate::lines::{LineEvent, LineEvents, Lines};
 use crate::plan::Plan;
-use crate::rules::{Rules, DEFAULT_RULES, SAMPLE_UNITS};
+use crate::rules::{Rules, SAMPLE_UNITS};
 use crate::window::{Window, PIECE};
 use claims::Claim;
 use runs::Tracker;
@@ -68,13 +68,7 @@ struct Candidate {
 
 impl<T: Unit> Core<T> {
     pub fn new(rules: Rules) -> Core<T> {
-        // Working out a plan takes ~100 us; the default rules' is worked out once.
-        static DEFAULT_PLAN: OnceLock<Arc<Plan>> = OnceLock::new();
-        let plan = if rules == DEFAULT_RULES {
-            Arc::clone(DEFAULT_PLAN.get_or_init(|| Arc::new(Plan::new(&rules))))
-        } else {
-            Arc::new(Plan::new(&rules))
-        };
+        let plan = Plan::shared(&rules);
         Core {
             rules,
             window: Window::new(plan.window_len),

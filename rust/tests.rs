@@ -210,6 +210,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         code_min_lines: 65_537,
         counter_min_lines: 65_537,
         counter_span: 0,
+        payload_span: 65_537,
     })
     .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
@@ -295,7 +296,7 @@ fn long_blocks_and_lines() {
 #[test]
 fn one_letter_fifty_thousand_times() {
     let f = first(&"a".repeat(50_000));
-    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 2048));
+    assert_eq!((f.period, f.start, f.detected_at), (1, 0, 1024));
 }
 
 #[test]
@@ -375,18 +376,18 @@ fn token_ids_at_the_top_of_the_range() {
 
 #[test]
 fn units_that_differ_only_in_their_high_bits_differ() {
-    // Narrow storage would read 0x1_0041 or 0x141 as 'A' and see one run of 2,401 'A's (a
-    // finding at 2,048).
+    // Narrow storage would read 0x1_0041 or 0x141 as 'A' and see one run of 2,001 'A's (a
+    // finding at 1,024).
     for odd_one in [0x141, 0x1_0041] {
-        let mut units = vec![0x41; 1200];
+        let mut units = vec![0x41; 1000];
         units.push(odd_one);
-        units.extend([0x41; 1200]);
+        units.extend([0x41; 1000]);
         assert_eq!(scan_units(&units, &DEFAULT_RULES), vec![], "{odd_one:#x}");
     }
-    let mut units = vec![0x41; 1200];
+    let mut units = vec![0x41; 1000];
     units.push(0x1_0041);
-    units.extend([0x41; 1200]);
-    units.extend([0x41; 1200]);
+    units.extend([0x41; 1000]);
+    units.extend([0x41; 1000]);
     assert_eq!(scan_units(&units, &DEFAULT_RULES), oracle::scan(&units, &DEFAULT_RULES));
     assert_eq!(scan_units(&units, &DEFAULT_RULES).len(), 1);
 }
@@ -400,7 +401,7 @@ fn lines_crafted_to_collide_under_a_known_line_hash_are_told_apart() {
     // crafted that way forced a false `identical_lines` stop.
     const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
     let fold = |lane: u64, id: u32| (lane ^ (u64::from(id) + 1)).wrapping_mul(MIX);
-    let visible = |id: u32| !crate::rules::is_whitespace(id) && id != u32::from(b'\n');
+    let visible = |id: u32| !crate::classes::is_whitespace(id) && id != u32::from(b'\n');
     let mut rng = Rng(0x2545_F491_4F6C_DD1D);
     let mut by_upper = std::collections::HashMap::new();
     let (first, second) = loop {

@@ -76,6 +76,7 @@ pub const LOW: RuleValues = RuleValues {
     code_min_lines: 2,
     counter_min_lines: 2,
     counter_span: 0,
+    payload_span: 32,
 };
 
 /// Units texts are made of: letters, punctuation, digits, every kind of whitespace the rules
@@ -176,6 +177,7 @@ pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> RuleValues {
         code_min_lines: edge_u32(u),
         counter_min_lines: edge_u32(u),
         counter_span: edge_u32(u),
+        payload_span: edge_u32(u),
     }
 }
 
@@ -206,6 +208,7 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 code_min_lines: 1 + field(60),
                 counter_min_lines: 1 + field(50),
                 counter_span: field(2000),
+                payload_span: 31 + field(3000),
             };
             match Rules::new(values) {
                 Ok(rules) if !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) => rules,
@@ -464,8 +467,8 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 assert!((start + p..end).all(|j| units[j] == units[j - p]), "evidence is not periodic: {}", ctx());
                 assert!(is_primitive(&f.block), "block is a power of a shorter one: {}", ctx());
                 let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
-                let kind = BlockKind::of_run(&f.block, before).expect("a packed run never counts");
-                let need = rules.required_span(f.period as u32, kind);
+                let kind = BlockKind::of_run(&f.block, before);
+                let need = rules.run_span(&f.block, kind);
                 assert_eq!(f.detected_at - f.start, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(f.repeats, need / f.period, "{}", ctx());
                 assert!(start == 0 || units[start - 1] != units[start - 1 + p], "run starts earlier: {}", ctx());
@@ -833,7 +836,7 @@ pub fn check_rules(data: &[u8]) {
     // The longest span one of these blocks needs, if it is affordable.
     for block in [" ", "-", "ab", "0,", "- - ", "the cat sat "] {
         let block: Vec<u32> = block.chars().map(u32::from).collect();
-        let need = rules.required_span(block.len() as u32, BlockKind::of(&block)) as usize;
+        let need = rules.run_span(&block, BlockKind::of(&block)) as usize;
         let masked = MASK_KNOWN_BUGS && need + 2 > window;
         if need <= 1 << 18 && !masked {
             let mut run = vec!['x' as u32];

@@ -44,42 +44,53 @@ this tuple."""
 class Rules:
     """Thresholds of the four rules, validated on construction.
 
-    A block repeated back to back becomes a finding once its span (units from the start of the
-    first copy) reaches ``max(floor, repeats * period)``, where the floor and the repeat count
-    depend on what the block is made of:
+    ``Rules()`` are the defaults, for what language models write; ``Rules.conservative()``
+    keeps the stricter thresholds for scanning arbitrary files (no finding in any text file of
+    a full install, machine-generated tables and bundles included); ``Rules.for_tokens()`` is
+    sized in token ids. docs/tuning.md gives both text presets side by side with their margins.
 
-    - only whitespace: span >= ``whitespace_min_span`` (2048);
-    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span`` (2048);
+    What a block is made of decides its threshold, in a few content classes. A block repeated
+    back to back becomes a finding once its span (units from the start of the first copy)
+    reaches ``max(floor, repeats * period)``:
+
+    - words (3 of 4 visible chars are letters, in any script, little whitespace): repeats >=
+      clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >=
+      ``min_span``. Defaults: 20 copies or 480 units;
+    - code, digits, punctuation, markup: repeats >= clamp(ceil(``code_span`` / period),
+      ``long_min_repeats``, ``code_min_repeats``), span >= ``code_min_span``. Defaults: 1,024
+      units (120 copies of a block shorter than 9 units, at least 512);
     - a table row: at least as much whitespace as visible chars (indented data, one short item
       per line), or at most 11 distinct chars, fewer than one per 6 units (``/.notdef `` eight
       times on a line, a minified array), or two lines or more of code with no letters of words
-      (rows of numbers): repeats >= clamp(ceil(``table_span`` / period), ``long_min_repeats``,
-      ``code_min_repeats``), span >= ``whitespace_min_span``;
-    - mostly letters (3 of 4 visible chars), i.e. words in any script: repeats >=
-      clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >= ``min_span``;
-    - anything else (code, digits, punctuation): the same with ``code_span`` and
-      ``code_min_repeats``, span >= ``code_min_span`` (512); blocks of one visible char or of
-      whitespace need these repeats too, on top of their span.
+      (rows of numbers): the same with ``table_span``, span >= ``whitespace_min_span``.
+      Defaults: 1,024 units;
+    - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span``; only
+      whitespace: span >= ``whitespace_min_span``; both also need the repeats of code.
+      Defaults: 1,024 units;
+    - a run of base64 chars (and ``,`` ``;``) after 64 of them, part of a payload (a data URI,
+      a source map): span >= ``payload_span``, 4,096 units.
 
     Letters that are not words do not count as letters: in a hex block (every letter a hex
     digit or ``x``, with a digit or an ``x``: ``0xffffffff, ``) and in a block of one or two
     capitals (``MV``, a code in a data table), nor in a block of ASCII letters and digits alone
     that mixes capitals with small letters or letters with digits (an identifier or base64:
-    ``LS0t``, ``Kioq``). A run of words right after ``[`` or ``(`` is a
-    list of items (``tuple[int, int, ...]``) and counts as code. A run of a
-    block of base64 chars (and ``,`` ``;``) after 64 such chars is part of a payload (a data URI,
-    a source map) and is never a finding.
+    ``LS0t``, ``Kioq``). A run of words right after ``[`` or ``(`` is a list of items
+    (``tuple[int, int, ...]``) and counts as code. A block of one line (one line break) that is
+    not words needs at least ``min_repeats`` copies, however long the line.
 
-    Every block needs at least ``long_min_repeats`` copies. Blocks up to ``max_period`` units are
-    reported as ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
-    ``min_lines`` (lines of words: with whitespace inside, or beyond ASCII) or ``code_min_lines``
-    (other lines, identifiers and statements among them; a short one needs enough
-    lines to cover ``code_span`` units with their newlines) identical non-empty lines in a row,
-    blank lines between them allowed, are reported as ``identical_lines``. A table row needs
-    ``code_min_lines`` and enough lines to cover ``table_span``: a line with as much whitespace
-    as visible chars, its newline counted (``    None,``), or of ASCII with at most 11 distinct
-    visible chars (its whitespace counting as one more), fewer than one per 6 units (a banner,
-    ``// STOP STOP STOP ...``).
+    No class removes a threshold: in every preset, whatever keeps repeating is found by 4,096
+    units, or by ``long_min_repeats`` copies of a longer block. Every block needs at least
+    ``long_min_repeats`` copies. Blocks up to ``max_period`` units are reported as
+    ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
+
+    ``min_lines`` (lines of words: with whitespace inside, or beyond ASCII; default 14) or
+    ``code_min_lines`` (other lines, identifiers and statements among them; default 25, and a
+    short one enough lines to cover ``code_span`` units with their newlines: 1,024 units, 512
+    lines of one char) identical non-empty lines in a row, blank lines between them allowed,
+    are reported as ``identical_lines``. A table row needs ``code_min_lines`` and enough lines
+    to cover ``table_span``: a line with as much whitespace as visible chars, its newline
+    counted (``    None,``), or of ASCII with at most 11 distinct visible chars (its whitespace
+    counting as one more), fewer than one per 6 units (a banner, ``// STOP STOP STOP ...``).
 
     Non-empty lines equal once every run of ASCII digits is masked, where from each line to the
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
@@ -106,27 +117,37 @@ class Rules:
         min_repeats: int = 20,
         text_span: int = 480,
         code_min_repeats: int = 120,
-        code_span: int = 1500,
+        code_span: int = 1024,
         long_min_repeats: int = 4,
         min_span: int = 64,
         code_min_span: int = 512,
-        single_char_min_span: int = 2048,
-        whitespace_min_span: int = 2048,
-        table_span: int = 4096,
+        single_char_min_span: int = 1024,
+        whitespace_min_span: int = 1024,
+        table_span: int = 1024,
         min_lines: int = 14,
-        code_min_lines: int = 100,
+        code_min_lines: int = 25,
         counter_min_lines: int = 40,
         counter_span: int = 1600,
+        payload_span: int = 4096,
     ) -> Self: ...
+    @staticmethod
+    def conservative() -> Rules:
+        """The preset for scanning arbitrary files (``loopbreak scan --rules conservative``):
+        no finding in any text file of a full install (stdlib, site-packages, /usr/share),
+        machine-generated files included. It finds loops later than the defaults: code needs
+        1,500 units (``code_span``), lines of code 100 lines, one char and whitespace 2,048
+        units, a table row 4,096; words, counters and payloads as the defaults."""
     @staticmethod
     def for_tokens() -> Rules:
         """The preset for token ids (``TokenDetector``, ``TokenStreams``, the engine
-        integrations): loops are shorter in tokens than in code points, and an id says nothing
-        about the script or punctuation it stands for, so words and code share one threshold
-        (blocks whose ids classify as whitespace-heavy table rows also need 288 tokens). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``): 45 copies of a
-        block, or ~1,050 tokens for blocks longer than 23 (at least 4 copies), 288 copies of one
-        id; ``max_long_period`` 1536 tokens (13 KiB per stream for ids below 65,536). The benign
-        standard library, tokenized (9.4 M tokens), reaches at most 0.75 of a threshold."""
+        integrations), held to the token floor: a block of words or markup repeated is found by
+        max(20 copies, 256 tokens), and every block by 4,096 tokens or four copies of a longer
+        one. An id says nothing about the text it stands for, so every class shares one
+        threshold: 20 copies or 320 tokens (at least 4 copies), and 240 tokens in any case, one
+        id repeated included; ``max_long_period`` 1536 tokens (13 KiB per stream for ids below
+        65,536). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``, docs/tuning.md):
+        every line and piece of real model answers is found in time, every SmolLM2 loop, no
+        clean output."""
     @property
     def max_period(self) -> int: ...
     @property
@@ -159,6 +180,8 @@ class Rules:
     def counter_min_lines(self) -> int: ...
     @property
     def counter_span(self) -> int: ...
+    @property
+    def payload_span(self) -> int: ...
     def required_span(self, block: str) -> int:
         """The span (units from the start of the first copy) at which ``block``, repeated back to
         back at the start of a text, becomes a finding. Raises ``ValueError`` for an empty block."""

@@ -52,6 +52,7 @@ impl PyRules {
         code_min_lines = Int::from(DEFAULT_RULES.code_min_lines),
         counter_min_lines = Int::from(DEFAULT_RULES.counter_min_lines),
         counter_span = Int::from(DEFAULT_RULES.counter_span),
+        payload_span = Int::from(DEFAULT_RULES.payload_span),
     ))]
     fn new(
         max_period: Int,
@@ -70,6 +71,7 @@ impl PyRules {
         code_min_lines: Int,
         counter_min_lines: Int,
         counter_span: Int,
+        payload_span: Int,
     ) -> PyResult<Self> {
         let values = RuleValues {
             max_period: rule_value("max_period", max_period)?,
@@ -88,8 +90,16 @@ impl PyRules {
             code_min_lines: rule_value("code_min_lines", code_min_lines)?,
             counter_min_lines: rule_value("counter_min_lines", counter_min_lines)?,
             counter_span: rule_value("counter_span", counter_span)?,
+            payload_span: rule_value("payload_span", payload_span)?,
         };
         Ok(PyRules { inner: Rules::new(values)? })
+    }
+
+    /// The preset for scanning arbitrary files: no finding on a full install's text files
+    /// (`CONSERVATIVE_RULES` in rules.rs).
+    #[staticmethod]
+    fn conservative() -> Self {
+        PyRules { inner: crate::CONSERVATIVE_RULES }
     }
 
     /// The preset for token ids, sized and tuned in tokens (`TOKEN_RULES` in rules.rs).
@@ -162,6 +172,10 @@ impl PyRules {
     fn counter_span(&self) -> u32 {
         self.inner.counter_span
     }
+    #[getter]
+    fn payload_span(&self) -> u32 {
+        self.inner.payload_span
+    }
 
     /// The span (units from the start of the first copy) at which `block`, repeated back
     /// to back (at the start of a text, so with nothing before it), becomes a finding.
@@ -170,14 +184,14 @@ impl PyRules {
         if units.is_empty() {
             return Err(PyValueError::new_err("block must not be empty"));
         }
-        let period = u32::try_from(units.len()).map_err(|_| PyValueError::new_err("block is too long"))?;
-        Ok(self.inner.required_span(period, BlockKind::of_block(&units)))
+        u32::try_from(units.len()).map_err(|_| PyValueError::new_err("block is too long"))?;
+        Ok(self.inner.run_span(&units, BlockKind::of_block(&units)))
     }
 
     /// How many identical lines in a row make `line` a finding.
     fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u64> {
         let units = text_arg(line, "line")?.to_units();
-        let len = units.iter().rposition(|&u| !crate::rules::is_whitespace(u)).map_or(0, |i| i + 1);
+        let len = units.iter().rposition(|&u| !crate::classes::is_whitespace(u)).map_or(0, |i| i + 1);
         Ok(self.inner.required_lines(BlockKind::of_line(&units[..len]), len as u64))
     }
 

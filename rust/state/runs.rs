@@ -2,9 +2,9 @@
 //! followed unit by unit (a [`Tracker`]) while it can still reach its rule, until it breaks.
 
 use super::{Candidate, Core, K};
+use crate::classes::{BlockKind, PACKED_CONTEXT};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
-use crate::rules::{BlockKind, PACKED_CONTEXT};
 
 /// Follows one periodic run once sampling has seen it.
 #[derive(Clone, Debug)]
@@ -80,12 +80,8 @@ impl<T: Unit> Core<T> {
             // The first copy, and what comes before the run as far as the window holds it.
             let oldest = (x + 1).saturating_sub(self.window.len() as u64);
             let before = self.window.units(start.saturating_sub(PACKED_CONTEXT as u64).max(oldest), start);
-            let Some(kind) = BlockKind::of_run(&self.window.units(start, start + period), &before) else {
-                // Packed data: followed, never counted, like a claimed run.
-                self.trackers[i].claimed = true;
-                return true;
-            };
-            let need = self.rules.required_span(period as u32, kind);
+            let block = self.window.units(start, start + period);
+            let need = self.rules.run_span(&block, BlockKind::of_run(&block, &before));
             let tracker = &mut self.trackers[i];
             tracker.settled = true;
             tracker.need = need;

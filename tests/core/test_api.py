@@ -34,6 +34,7 @@ FIELDS = [
     "code_min_lines",
     "counter_min_lines",
     "counter_span",
+    "payload_span",
 ]
 
 
@@ -76,6 +77,22 @@ def test_rules_defaults_are_readable_and_round_trip() -> None:
         and rules.code_min_repeats >= rules.long_min_repeats
     )
     assert "Rules(" in repr(rules) and "max_period=" in repr(rules)
+
+
+def test_the_conservative_preset_differs_only_where_model_output_is_not_the_input() -> None:
+    """``Rules.conservative()`` asks more of every class that is not words; words, lines of
+    words, counters and the payload bound are the defaults'."""
+    default, conservative = Rules().to_dict(), Rules.conservative().to_dict()
+    raised = {k for k in FIELDS if conservative[k] != default[k]}
+    assert raised == {
+        "code_span",
+        "single_char_min_span",
+        "whitespace_min_span",
+        "table_span",
+        "code_min_lines",
+    }
+    assert all(conservative[k] > default[k] for k in raised)
+    assert Rules(**conservative) == Rules.conservative()
 
 
 def test_rules_keyword_overrides_one_field() -> None:

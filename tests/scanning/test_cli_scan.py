@@ -68,6 +68,25 @@ def test_scan_reports_findings_and_exit_codes(
     assert "missing.txt" in captured.err and "loadTools." in captured.out
 
 
+@pytest.mark.parametrize("suffix", [".txt", ".jsonl"])
+def test_scan_rules_conservative_asks_more_of_what_machine_generated_files_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    """1,500 dashes: a loop for the defaults (one char by 1,024 units), not yet for the
+    conservative preset (2,048), in every format the rules reach."""
+    text = "Header\n" + "-" * 1500
+    path = tmp_path / f"rule{suffix}"
+    path.write_text(json.dumps({"text": text}) + "\n" if suffix == ".jsonl" else text)
+    field = ["--field", "text"] if suffix == ".jsonl" else []
+    status, records, _ = run_json(capsys, *field, str(path))
+    assert (status, [r["detected_at"] - r["start"] for r in records]) == (1, [1024])
+    status, records, _ = run_json(capsys, *field, "--rules", "conservative", str(path))
+    assert (status, records) == (0, [])
+    with pytest.raises(SystemExit):
+        main(["scan", "--rules", "lenient", str(path)])
+    assert "invalid choice: 'lenient'" in capsys.readouterr().err
+
+
 def test_scan_undecodable_bytes_keep_offsets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -48,7 +48,7 @@ WHITESPACE: frozenset[str] = frozenset(
     + "\u2028\u2029\u202f\u205f\u3000"
 )
 
-BlockKind = Literal["whitespace", "single_char", "text", "code", "table"]
+BlockKind = Literal["whitespace", "single_char", "text", "code", "table", "payload"]
 
 # Letters that are hex digits, or the x of a hex prefix; and the marks of a hex block.
 HEX_LETTERS = frozenset("abcdefABCDEFxX")
@@ -152,13 +152,13 @@ def line_kind(content: str) -> BlockKind:
     return kind
 
 
-def periodic_kind(block: str, before: str) -> BlockKind | None:
+def periodic_kind(block: str, before: str) -> BlockKind:
     """``BlockKind::of_run``: the kind of a run of ``block`` after ``before`` (up to
-    ``PACKED_CONTEXT`` units), or None if the run is part of a packed payload."""
+    ``PACKED_CONTEXT`` units); "payload" if the run is part of a packed payload."""
     if len(before) >= PACKED_CONTEXT and all(
         ch in PACKED for ch in before[-PACKED_CONTEXT:] + block
     ):
-        return None
+        return "payload"
     kind = block_kind(block)
     distinct = len(set(block))
     if (
@@ -199,9 +199,20 @@ def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
         floor = rules.code_min_span
     elif kind == "table":
         floor = rules.whitespace_min_span
+    elif kind == "payload":
+        floor = rules.payload_span
     else:
         floor = rules.min_span
     return max(required_repeats(rules, period, kind) * period, floor)
+
+
+def run_span(rules: loopbreak.Rules, block: str, kind: BlockKind) -> int:
+    """``Rules::run_span``: a block of one line that is not words needs at least
+    ``min_repeats`` copies, however long the line."""
+    span = required_span(rules, len(block), kind)
+    if kind != "text" and block.count("\n") == 1:
+        return max(span, rules.min_repeats * len(block))
+    return span
 
 
 def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
@@ -319,9 +330,7 @@ def periodic_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             if not is_primitive(block):
                 continue
             kind = periodic_kind(block, u[max(0, s - PACKED_CONTEXT) : s])
-            if kind is None:
-                continue
-            need = required_span(rules, p, kind)
+            need = run_span(rules, block, kind)
             if b - s >= need:
                 rule: RuleName = "periodic_run" if p <= rules.max_period else "long_block"
                 finding = OracleFinding(rule, p, block, s, need // p, s + need, s + need)

@@ -8,11 +8,11 @@ import sys
 from typing import Any
 
 from loopbreak._core import DEFAULT_KEEP
+from loopbreak._presets import RULE_PRESETS
 from loopbreak.proxy.config import (
     CONNECT_TIMEOUT_SECONDS,
     MAX_REQUEST_BYTES,
     ON_LOOP,
-    RULE_PRESETS,
     TIMEOUT_SECONDS,
     ProxyConfig,
 )

@@ -1,21 +1,16 @@
-"""What ``loopbreak proxy`` runs with: one ``ProxyConfig``, checked when it is made, and the rule
-presets the ``--rules`` option names."""
+"""What ``loopbreak proxy`` runs with: one ``ProxyConfig``, checked when it is made."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Callable, Literal, Optional
+from typing import Literal, Optional
 from urllib.parse import urlsplit
 
 from loopbreak._core import DEFAULT_KEEP, Rules
+from loopbreak._presets import RULE_PRESETS
 
 OnLoop = Literal["stop", "trim-only"]
 ON_LOOP: tuple[OnLoop, ...] = ("stop", "trim-only")
-
-RULE_PRESETS: Mapping[str, Callable[[], Rules]] = MappingProxyType({"default": Rules})
-"""``--rules`` names: each makes the ``Rules`` the proxy checks answers with."""
 
 MAX_REQUEST_BYTES = 10 * 1024 * 1024
 """The default request size limit: long chat histories with images inlined as base64 run to a

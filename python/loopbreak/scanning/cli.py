@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loopbreak._core import Rules
+from loopbreak._presets import RULE_PRESETS
 from loopbreak.errors import MissingExtra, ScanError
 from loopbreak.scanning import json_lines, text_files
 from loopbreak.scanning.field_path import FieldPath
@@ -72,6 +74,13 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--column", metavar="NAME", help="Parquet, SQLite: the column of texts")
     parser.add_argument("--table", metavar="NAME", help="SQLite: the table")
+    parser.add_argument(
+        "--rules",
+        choices=RULE_PRESETS,
+        default="default",
+        help="the thresholds: default, for what models write; conservative, for arbitrary files"
+        " (no finding in machine-generated tables; loops found later)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object per finding on stdout")
     parser.add_argument(
         "--html",
@@ -111,12 +120,13 @@ def run(args: argparse.Namespace) -> int:
     report.skipped = sources.skipped
     for path, message in sources.problems:
         report.error(path, message)
+    rules = RULE_PRESETS[args.rules]()
     try:
         if args.ray:
-            _scan_on_ray(args.ray, sources.files, args.column, report)
+            _scan_on_ray(args.ray, sources.files, args.column, rules, report)
         else:
             for source in sources.files:
-                _scan_file(source, args, report, progress)
+                _scan_file(source, args, rules, report, progress)
     finally:
         progress.close()
     summary = report.summary()
@@ -172,22 +182,22 @@ def _out_problem(out: Path) -> str:
 
 
 def _scan_file(
-    source: Source, args: argparse.Namespace, report: Report, progress: Progress
+    source: Source, args: argparse.Namespace, rules: Rules, report: Report, progress: Progress
 ) -> None:
     path = str(source.path)
     advance = progress.file(source.size)
     scanned = False
     try:
         if source.format == "text":
-            text_files.scan(source, report, advance)
+            text_files.scan(source, rules, report, advance)
         elif source.format == "jsonl":
-            json_lines.scan(source, args.field, report, advance)
+            json_lines.scan(source, args.field, rules, report, advance)
         elif source.format == "parquet":
-            _parquet_files().scan(source, args.column, report, advance)
+            _parquet_files().scan(source, args.column, rules, report, advance)
         else:
             from loopbreak.scanning import sqlite_tables
 
-            sqlite_tables.scan(source, args.table, args.column, report, advance)
+            sqlite_tables.scan(source, args.table, args.column, rules, report, advance)
         scanned = True
     except ScanError as error:
         report.error(path, str(error))
@@ -203,7 +213,9 @@ def _scan_file(
         report.file_done(path, scanned)
 
 
-def _scan_on_ray(address: str, sources: list[Source], column: str, report: Report) -> None:
+def _scan_on_ray(
+    address: str, sources: list[Source], column: str, rules: Rules, report: Report
+) -> None:
     """Scans the Parquet files among ``sources`` on the cluster at ``address`` and reports the
     findings in the order a local scan would."""
     import logging
@@ -247,7 +259,7 @@ def _scan_on_ray(address: str, sources: list[Source], column: str, report: Repor
         return
     try:
         findings = scan_dataset(
-            read_parquet_rows(list(rows_by_path), column), column, keep=("path", "row")
+            read_parquet_rows(list(rows_by_path), column), column, keep=("path", "row"), rules=rules
         )
         batches: list[Any] = list(findings.iter_batches(batch_format="pyarrow", batch_size=None))
     except ray.exceptions.RayError as error:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Optional, Union, cast
 
 from loopbreak._batch import scan_many
-from loopbreak._core import Finding, JsonLinesScan
+from loopbreak._core import Finding, JsonLinesScan, Rules
 from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.field_path import FieldPath
@@ -55,7 +55,11 @@ class _Found:
 
 
 def scan(
-    source: Source, field: Optional[FieldPath], report: Report, advance: Callable[[float], None]
+    source: Source,
+    field: Optional[FieldPath],
+    rules: Rules,
+    report: Report,
+    advance: Callable[[float], None],
 ) -> None:
     if field is None:
         raise ScanError(
@@ -77,14 +81,14 @@ def scan(
         )
         pending = stack.enter_context(cleaned_copy(source)) if source.dest is not None else None
         out = stack.enter_context(pending.path.open("wb")) if pending is not None else None
-        for read in JsonLinesScan(_descriptor(stream), segments, CHUNK_BYTES):
+        for read in JsonLinesScan(_descriptor(stream), segments, CHUNK_BYTES, rules):
             # The chunk's bytes cross to Python only for what is done with them here.
             wants_bytes = bool(read.unread) or out is not None or first_document is None
             chunk = read.data if wants_bytes else b""
             errors = [(line, f"{where} is {kind}, not text") for line, where, kind in read.not_text]
             found = [_Found(*row) for row in read.found]
             documents, rows, reached_here = _read_with_json(
-                chunk, read.unread, field, errors, found
+                chunk, read.unread, field, rules, errors, found
             )
             for line, message in sorted(
                 errors, key=lambda error: error[0]
@@ -95,7 +99,7 @@ def scan(
             if first_document is None:
                 first = _first_document(chunk, read.first_read, documents)
                 first_document = None if first is None else (line_number + first[0], first[1])
-            batch = scanned_batch([(row.text, row.findings) for row in found])
+            batch = scanned_batch([(row.text, row.findings) for row in found], rules)
             report.scanned(read.rows + rows)
             report.add(
                 batch,
@@ -142,6 +146,7 @@ def _read_with_json(
     chunk: bytes,
     unread: list[tuple[int, int, int]],
     field: FieldPath,
+    rules: Rules,
     errors: list[tuple[int, str]],
     found: list[_Found],
 ) -> tuple[dict[int, Any], int, int]:
@@ -170,7 +175,7 @@ def _read_with_json(
                 places.append((line, slot_index, start, end, slot.path))
             else:
                 errors.append((line, f"{slot.path} is {_kind(value)}, not text"))
-    for place, text, findings in zip(places, texts, scan_many(texts)):
+    for place, text, findings in zip(places, texts, scan_many(texts, rules)):
         if findings:
             found.append(_Found(*place, text, findings))
     return documents, len(texts), reached

@@ -7,6 +7,7 @@ found). It is written with pyarrow's defaults, one row group per batch read."""
 
 from __future__ import annotations
 
+from loopbreak._core import Rules
 from loopbreak._extras import require_extra
 
 require_extra("parquet", "pyarrow", "numpy")
@@ -32,10 +33,14 @@ BATCH_ROWS = 8192
 
 
 def scan(
-    source: Source, column: Optional[str], report: Report, advance: Callable[[float], None]
+    source: Source,
+    column: Optional[str],
+    rules: Rules,
+    report: Report,
+    advance: Callable[[float], None],
 ) -> None:
     try:
-        _scan(source, column, report, advance)
+        _scan(source, column, rules, report, advance)
     except pa.ArrowException as error:
         raise ScanError(f"cannot read it as Parquet: {error}") from error
 
@@ -53,7 +58,11 @@ def text_column_type(schema: Any, column: Optional[str]) -> Any:
 
 
 def _scan(
-    source: Source, column: Optional[str], report: Report, advance: Callable[[float], None]
+    source: Source,
+    column: Optional[str],
+    rules: Rules,
+    report: Report,
+    advance: Callable[[float], None],
 ) -> None:
     file = pq.ParquetFile(source.path)
     schema = file.schema_arrow
@@ -71,7 +80,7 @@ def _scan(
         # Without a copy to write, only the text column is read.
         for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=None if writer else [column]):
             texts = batch.column(column)
-            found = scan_batch(texts)
+            found = scan_batch(texts, rules)
             report.scanned(batch.num_rows)
             report.add(found, lambda row: {"path": path, "row": first_row + row})
             if writer is not None and pending is not None:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from typing import Callable, Optional
 
+from loopbreak._core import Rules
 from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import note, note_name, scan_batch
@@ -39,11 +40,12 @@ def scan(
     source: Source,
     table: Optional[str],
     column: Optional[str],
+    rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
     try:
-        _scan(source, table, column, report, advance)
+        _scan(source, table, column, rules, report, advance)
     except sqlite3.Error as error:
         raise ScanError(f"SQLite: {error}") from error
 
@@ -52,6 +54,7 @@ def _scan(
     source: Source,
     table: Optional[str],
     column: Optional[str],
+    rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
@@ -87,7 +90,7 @@ def _scan(
                         value.decode("utf-8", errors="surrogateescape") if value is not None else ""
                     )
                     rowids.append(rowid)
-                found = scan_batch(texts)
+                found = scan_batch(texts, rules)
                 report.scanned(len(texts))
                 report.add(found, lambda row: {"path": path, "table": table, "rowid": rowids[row]})
                 if target is not None:

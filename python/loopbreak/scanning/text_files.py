@@ -6,13 +6,14 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+from loopbreak._core import Rules
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import scan_batch
 from loopbreak.scanning.report import Report
 from loopbreak.scanning.sources import STDIN, Source
 
 
-def scan(source: Source, report: Report, advance: Callable[[float], None]) -> None:
+def scan(source: Source, rules: Rules, report: Report, advance: Callable[[float], None]) -> None:
     data = sys.stdin.buffer.read() if source.path == STDIN else source.path.read_bytes()
     # Undecodable bytes become lone surrogates: one unit each, so offsets still index the text,
     # and they encode back to the same bytes.
@@ -25,7 +26,7 @@ def scan(source: Source, report: Report, advance: Callable[[float], None]) -> No
             " and is kept as it was",
         )
         text = data.decode("utf-8", errors="surrogateescape")
-    found = scan_batch([text])
+    found = scan_batch([text], rules)
     report.scanned(1)
     report.add(found, lambda row: {"path": str(source.path)})
     if source.dest is not None:
