@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from loopbreak import guard, scan
 from loopbreak.agent.policy import PolicyConfig
-from loopbreak.integrations._governance import GovernedRun
+from loopbreak.integrations._governance import AgentRun, FrameworkErrors, Governance
 from loopbreak.streaming.demo import token_deltas
 from loopbreak.telemetry import (
     EVALUATION_NAME,
@@ -103,7 +103,10 @@ def test_the_guard_marks_the_applications_span(spans: InMemorySpanExporter) -> N
 def test_a_governed_run_puts_its_stop_reason_and_receipt_state_on_the_span(
     spans: InMemorySpanExporter,
 ) -> None:
-    run = GovernedRun(PolicyConfig(max_steps=1), verifier=None, audit=None, on_receipt=None)
+    governance = Governance(
+        PolicyConfig(max_steps=1), verifier=None, audit=None, on_receipt=None, rules=None, keep=3
+    )
+    run = AgentRun(governance, FrameworkErrors(), run_id=None)
     with trace.get_tracer("app").start_as_current_span("invoke_agent"):
         run.begin_step()
         run.begin_step()  # past the step limit: the policy stops the run
