@@ -236,7 +236,8 @@ pub const SMALL_RULES: Rules = Rules {
 /// Ids are classified as if they were code points, which says nothing about the text they stand
 /// for (in SmolLM2's vocabulary id 10 is a special token and a newline is 198): so words, code,
 /// table rows, payloads and whitespace share one threshold here, and blocks of one id another.
-/// A block needs 20 copies or 320 tokens (at least 4 copies), and 240 tokens in any case.
+/// A block needs 20 copies or 320 tokens (at least 4 copies), and 128 tokens in any case (one id
+/// repeated 240).
 pub const TOKEN_RULES: Rules = Rules {
     values: RuleValues {
         // Only names the rule: blocks up to 64 tokens (~220 code points of English) are
@@ -263,11 +264,13 @@ pub const TOKEN_RULES: Rules = Rules {
         code_span: 320,
         // Three copies of a 119-token block occur in test_email's data; a fourth never does.
         long_min_repeats: 4,
-        // 240 (not 256) because a finding is told a sample after its span is reached: every line
-        // and piece of the floor is found by 256 tokens of loop. No benign block of fewer than 30
-        // tokens spans more than 207 (9 copies of 23 in test_codecs.py).
-        min_span: 240,
-        code_min_span: 240,
+        // The floor of a short block (under 7 tokens: 20 copies are fewer than 128): SmolLM2's
+        // table-border loop (`|   `, 2 tokens a copy) and its 4-unit loop (d25) are stopped by
+        // token 129 and 172 of a 400-token answer, as the former preset (45 copies) did; the
+        // strongest benign short block is 26 copies of 4 tokens (104 tokens in test_email.py,
+        // load 0.81). Longer blocks are decided by their copies (20 of 7 tokens: 140).
+        min_span: 128,
+        code_min_span: 128,
         // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 240 leaves 1.2x.
         // The `it ` loop of vscode#301818 (one token) shows 300 copies in its excerpt.
         single_char_min_span: 240,
@@ -284,7 +287,7 @@ pub const TOKEN_RULES: Rules = Rules {
         counter_min_lines: MAX_SPAN_LIMIT,
         counter_span: 0,
         // Ids 43-122 are no base64 chars: a "payload" of ids is any block, and needs its floor.
-        payload_span: 240,
+        payload_span: 128,
     },
 };
 

@@ -143,8 +143,8 @@ class Rules:
         integrations), held to the token floor: a block of words or markup repeated is found by
         max(20 copies, 256 tokens), and every block by 4,096 tokens or four copies of a longer
         one. An id says nothing about the text it stands for, so every class shares one
-        threshold: 20 copies or 320 tokens (at least 4 copies), and 240 tokens in any case, one
-        id repeated included; ``max_long_period`` 1536 tokens (13 KiB per stream for ids below
+        threshold: 20 copies or 320 tokens (at least 4 copies), and 128 tokens in any case (240
+        for one id repeated); ``max_long_period`` 1536 tokens (13 KiB per stream for ids below
         65,536). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``, docs/tuning.md):
         every line and piece of real model answers is found in time, every SmolLM2 loop, no
         clean output."""

@@ -258,10 +258,26 @@ BENIGN_EXCERPTS = {
 }
 
 
+# Excerpts the defaults report, being held to the recall floor: machine-generated tables and
+# bundles (a repetition there is real), and one doc comment of triton's TritonGPUAttrDefs.td
+# that draws the same 584-unit table of numbers four times (four copies of a long block are a
+# loop when a model writes them). The conservative preset reports none of them.
+REPORTED_BY_THE_DEFAULTS = frozenset(
+    {
+        "hex table",
+        "identical indented items",
+        "layout diagram",
+        "lists of the alphabet",
+        "minified array",
+    }
+)
+
+
 @pytest.mark.parametrize("name", sorted(BENIGN_EXCERPTS))
 def test_benign_excerpts_of_the_wide_corpus(name: str) -> None:
     excerpt, loop = BENIGN_EXCERPTS[name]
-    assert loopbreak.scan(excerpt) == []
+    assert loopbreak.scan(excerpt, rules=loopbreak.Rules.conservative()) == []
+    assert bool(loopbreak.scan(excerpt)) == (name in REPORTED_BY_THE_DEFAULTS)
     if loop is not None:
         # The same repetition, long enough, is a loop.
         assert loopbreak.scan("The answer:\n" + loop)
