@@ -130,6 +130,8 @@ PROBES: dict[str, loopbreak.Rules] = {
     "counter lines": loopbreak.Rules(
         counter_min_lines=2,
         counter_span=0,
+        code_counter_min_lines=2,
+        code_counter_span=0,
         min_repeats=HIGH,
         text_span=HIGH,
         code_min_repeats=HIGH,
@@ -176,11 +178,8 @@ def regions(
             kind = "lines"
             load = f.repeats / required_lines(rules, line_kind(f.block), len(f.block))
         elif f.rule == "counter_lines":
-            need = required_counter_lines(rules, f.block)
-            if need is None:
-                continue  # a template without a letter: never a finding
             kind = "counters"
-            load = f.repeats / need
+            load = f.repeats / required_counter_lines(rules, f.block)
         else:
             kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
             load = span / run_span(rules, f.block, kind)

@@ -225,7 +225,7 @@ const ASCII_SPACES: u128 = 1 << b' ' | 0x1f << 0x09;
 /// A mark of code, one of the ASCII chars words do not hold: `_ ( ) [ ] { } < > = ; " ' \``. As
 /// compares (a bit looked up in a 128-bit mask, a shift across two words, cost the counting pass
 /// of [`KindCounts::add_all`] a third more instructions).
-const fn is_code_mark(byte: u8) -> bool {
+pub(crate) const fn is_code_mark(byte: u8) -> bool {
     let folded = byte | 0x20;
     // `;` to `>` and `(` `)` are ranges; `[` `]` fold onto `{` `}`, which no other char does.
     (byte.wrapping_sub(b';') < 4)

@@ -3,9 +3,16 @@
 //! they are equal once every maximal run of ASCII digits is masked, and from the first to the
 //! second every number is unchanged or one up, at least one of them one up (a line equal to the
 //! one before is no counter step: that is `identical_lines`), and no number that goes up is the
-//! tail of an identifier or an index (right after a letter, `_` or `[`: `value_7`, `x1`, `0x1f`,
-//! `out[7]` are generated code and data). Blank lines do not break a streak; trailing whitespace is ignored. A template
-//! without a letter never makes a finding (rows of numbers: a CSV column counting up).
+//! tail of an identifier or an index (see [`part_of_a_name`]: `value_7`, `x1`, `0x1f`, `out[7]`
+//! are generated code and data; `backup7` and `assistant57`, a number after a word, count). Blank
+//! lines do not break a streak; trailing whitespace is ignored. In a template without a letter
+//! every number must go one up (the fraction of a decimal aside: `$1.5`, `$2.5`): `(7)`, bare
+//! numbers and `7. 8. 9.` count, a CSV row whose counter column is followed by other values
+//! (`7,0,0`) does not.
+//!
+//! How many lines a streak needs depends on its template (see [`required_lines`]): a template of
+//! words, or one without a letter, `counter_min_lines` or `counter_span` units of lines; code and
+//! markup `code_counter_min_lines` or `code_counter_span`.
 //!
 //! Numbers are compared on their digit strings, so no number is too long to compare: a number is
 //! unchanged if its digits are, and one up if they are its digits plus one, worked out with the
@@ -26,7 +33,7 @@
 //! one before, or that first differs from it at a unit no digit in either (found 16 units at a
 //! time), most lines of any text, is told apart without a digit being read.
 
-use crate::classes::{classify, is_whitespace, UnitClass};
+use crate::classes::{classify, is_code_mark, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::window::Window;
@@ -227,7 +234,7 @@ impl Counters {
                 self.streak.insert(Streak { count: 2, required: None })
             }
         };
-        if streak.count < u64::from(self.rules.counter_min_lines) {
+        if streak.count < u64::from(self.rules.counter_min_lines.min(self.rules.code_counter_min_lines)) {
             return Some(CounterEvent::Continued);
         }
         let required = *streak.required.get_or_insert_with(|| {
@@ -247,8 +254,8 @@ impl Counters {
 pub(crate) const MAX_GAIN: usize = 2;
 
 /// If the line from `start`, no shorter than `before` (held in the window), first differs from
-/// it at a unit that is a digit in both, in a number that may count (not right after a letter,
-/// `_` or `[`): where that number starts. Their first 16 units are compared here, where most
+/// it at a unit that is a digit in both, in a number that may count (not [`part_of_a_name`]):
+/// where that number starts. Their first 16 units are compared here, where most
 /// lines differ (a call to compare them cost more than the rest of the rule's check).
 #[inline(always)]
 fn first_difference_at_digits<T: Unit>(before: &Held, start: u64, window: &Window<T>) -> Option<usize> {
@@ -263,7 +270,7 @@ fn first_difference_at_digits<T: Unit>(before: &Held, start: u64, window: &Windo
         return None;
     }
     let from = at - line[..at].iter().rev().take_while(|&&unit| is_digit(unit.into())).count();
-    (from == 0 || !names_or_indexes(line[from - 1].into())).then_some(from)
+    (!part_of_a_name(&|k| line[k].into(), from)).then_some(from)
 }
 
 /// [`first_difference_at_digits`] for lines whose first 16 units are equal (indentation).
@@ -277,7 +284,8 @@ fn first_difference_after_lanes<T: Unit>(before: &Held, start: u64, window: &Win
         return None;
     }
     let from = differ - (start..differ).rev().take_while(|&pos| is_digit(window.at(pos))).count() as u64;
-    (from == start || !names_or_indexes(window.at(from - 1))).then_some((from - start) as usize)
+    let from = (from - start) as usize;
+    (!part_of_a_name(&|k| window.at(start + k as u64), from)).then_some(from)
 }
 
 /// Unit `i` of a line held in the window as one or two slices of its ring.
@@ -290,33 +298,38 @@ fn is_digit(unit: u32) -> bool {
     unit.wrapping_sub(u32::from(b'0')) < 10
 }
 
-/// The lines a counter streak of `line`'s template needs: none can reach it (`u64::MAX`) unless
-/// the template holds a letter, so rows of numbers (a CSV column counting up, code tables, `7,`
-/// lines in generated parsers) are never counters. The template's length counts each digit run
-/// as one unit and leaves out the indentation, which is layout: an indented line of code
-/// (`        base + 2 * step,` 61 times in torch's vec512_int.h) needs as many lines as its
-/// content alone.
+/// The lines a counter streak of `line`'s template needs. The template is the line without its
+/// indentation (layout: an indented line of code, `        base + 2 * step,` 61 times in torch's
+/// vec512_int.h, needs as many lines as its content alone), each digit run one unit. A template
+/// of words (no mark of code, at least 3 of 4 visible units letters, as a block of words:
+/// `7. A first-date activity:`) or without a letter (whose numbers must all count, see
+/// [`counts_on`]) needs `counter_min_lines`/`counter_span`; code and markup (`insert ( 2400 1255 0
+/// 'I/O' )` 54 times in postgres.bki, `pd.Timestamp("2043-01-01"),`, `- 7. Cleaning:`) the
+/// `code_counter_` values, as benign code counts on for longer than prose does.
 pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
-    let mut template_len = 0;
-    let mut letter = false;
+    let (mut template_len, mut visible, mut letters, mut code) = (0, 0, 0, false);
     let mut after_digit = false;
     let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();
     for &unit in &line[indent..] {
         let digit = is_digit(unit);
-        template_len += u64::from(!(digit && after_digit));
-        letter |= !digit && classify(unit) == UnitClass::Letter;
+        if !(digit && after_digit) {
+            template_len += 1;
+            match classify(unit) {
+                UnitClass::Whitespace => {}
+                UnitClass::Letter => (visible, letters) = (visible + 1, letters + 1),
+                UnitClass::Other => (visible, code) = (visible + 1, code || unit < 128 && is_code_mark(unit as u8)),
+            }
+        }
         after_digit = digit;
     }
-    if letter {
-        rules.required_counter_lines(template_len)
-    } else {
-        u64::MAX
-    }
+    let words = letters == 0 || !code && 4 * letters >= 3 * visible;
+    rules.required_counter_lines(template_len, words)
 }
 
 /// Whether `after` follows `before` in a counter streak: equal outside their digit runs, with as
-/// many runs, each number unchanged or one up, at least one one up, and none that goes up right
-/// after a letter, `_` or `[`.
+/// many runs, each number unchanged or one up, at least one one up, none that goes up
+/// [`part_of_a_name`], and in a template without a letter every number one up but the fraction
+/// of a decimal.
 pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S]) -> bool {
     counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0)
 }
@@ -337,6 +350,8 @@ fn counts_on_by(
     }
     let (mut i, mut j) = (from, from);
     let mut advanced = false;
+    // Whether every number from `from` on went one up (a decimal's fraction aside).
+    let mut every_number_up = true;
     while i < before_len && j < after_len {
         let (a, b) = (before(i), after(j));
         if is_digit(a) && is_digit(b) {
@@ -347,12 +362,14 @@ fn counts_on_by(
                 // index (`out[7]`): numbered names and subscripts are generated code and data
                 // (CUDA's generated headers count `"=r"(__out_var[N]),` to 127), not a template
                 // a model is stuck on.
-                if i > 0 && names_or_indexes(before(i - 1)) {
+                if part_of_a_name(&before, i) {
                     return false;
                 }
                 advanced = true;
             } else if !x.equals(&y) {
                 return false;
+            } else {
+                every_number_up &= is_fraction(&before, i);
             }
             (i, j) = (x.end, y.end);
         } else if a == b {
@@ -361,12 +378,49 @@ fn counts_on_by(
             return false;
         }
     }
-    advanced && i == before_len && j == after_len
+    if !(advanced && i == before_len && j == after_len) {
+        return false;
+    }
+    // Rare (the lines count on): a template without a letter counts only if every number does,
+    // including those before `from`, which the lines share.
+    every_number_up && (0..from).all(|k| !starts_a_number(&before, k) || is_fraction(&before, k))
+        || (0..before_len).any(|k| !is_digit(before(k)) && classify(before(k)) == UnitClass::Letter)
 }
 
-/// Whether a number right after `unit` is part of a name or an index: a letter, `_` or `[`.
-fn names_or_indexes(unit: u32) -> bool {
-    unit == u32::from(b'_') || unit == u32::from(b'[') || classify(unit) == UnitClass::Letter
+/// Whether a digit run starts at `k`.
+fn starts_a_number(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
+    is_digit(unit(k)) && (k == 0 || !is_digit(unit(k - 1)))
+}
+
+/// Whether the digit run at `k` is the fraction of a decimal (right after a digit and `.`): the
+/// `5` of `$1.5`, which stays as the number counts.
+fn is_fraction(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
+    k >= 2 && unit(k - 1) == u32::from(b'.') && is_digit(unit(k - 2))
+}
+
+/// Whether the digit run at `k` is the tail of a name or an index: right after `_` or `[`, or
+/// after letters that are no word: fewer than three (`x1`, `v2`, the `x` of `0x1f`), glued to a
+/// digit or `_` before them (`0xff1`, `var_ab2`), or with a capital after the first
+/// (`shHereDoc01`, `krlError0`: camel-case names in vim's syntax files). After a word
+/// (`backup7`, `assistant57`, `Item7`) a number counts: a model numbering files or turns.
+fn part_of_a_name(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
+    let letter = |at: usize| classify(unit(at)) == UnitClass::Letter;
+    if k == 0 {
+        return false;
+    }
+    let (underscore, bracket) = (u32::from(b'_'), u32::from(b'['));
+    let before = unit(k - 1);
+    if before == underscore || before == bracket {
+        return true;
+    }
+    let letters = (0..k).rev().take_while(|&at| letter(at)).count();
+    if letters == 0 {
+        return false;
+    }
+    let word = k - letters;
+    let glued = word > 0 && (is_digit(unit(word - 1)) || unit(word - 1) == underscore);
+    let camel = (word + 1..k).any(|at| char::from_u32(unit(at)).is_some_and(char::is_uppercase));
+    letters < 3 || glued || camel
 }
 
 /// A maximal run of digits `from..end`, read through `unit`.
@@ -472,14 +526,46 @@ mod tests {
     }
 
     #[test]
-    fn templates_without_letters_are_never_counters() {
+    fn numbers_after_words_count_names_and_indexes_do_not() {
+        assert!(follows("file_size(/var/log/backup7)", "file_size(/var/log/backup8)"));
+        assert!(follows("<|im_start|>assistant57", "<|im_start|>assistant58"));
+        assert!(follows("key9 is set", "key10 is set"));
+        // Fewer than three letters, or letters glued to a digit or `_` before them: a name.
+        assert!(!follows("ab1 is set", "ab2 is set"));
+        assert!(!follows("0xff1, a", "0xff2, a"));
+        assert!(!follows("var_abc1 = a", "var_abc2 = a"));
+        assert!(!follows("hi def link shHereDoc01 shRedir", "hi def link shHereDoc02 shRedir"));
+        assert!(follows("Item7 is ready", "Item8 is ready"));
+    }
+
+    #[test]
+    fn without_a_letter_every_number_counts() {
+        assert!(follows("(7)", "(8)"));
+        assert!(follows("7", "8"));
+        assert!(follows("7. 8. 9.", "8. 9. 10."));
+        // The fraction of a decimal stays as its number counts.
+        assert!(follows("$1.5", "$2.5"));
+        assert!(follows("1.0.0", "2.0.0"));
+        // A column that stays: a CSV row with a counter column.
+        assert!(!follows("7,0,0", "8,0,0"));
+        assert!(!follows("7 7", "8 7"));
+        // A decimal counting by a tenth does not count by one.
+        assert!(!follows("1.5", "1.6"));
+    }
+
+    #[test]
+    fn templates_of_words_need_fewer_lines_than_code() {
         let r = DEFAULT_RULES;
-        assert_eq!(required_lines(&r, &units("17,")), u64::MAX);
-        assert_eq!(required_lines(&r, &units("123\t456")), u64::MAX);
-        // `- N. Cleaning:` is 14 units (a digit run counts as one): 1600 / 15 lines.
+        // Words: `N. A first-date activity:` is 25 units (a digit run counts as one): 640 / 26.
+        assert_eq!(required_lines(&r, &units("12. A first-date activity:")), 25);
+        assert_eq!(required_lines(&r, &units(&format!("1. {}", "word ".repeat(20)))), 16);
+        // No letter: as words (every number must count). `N,` is 2 units.
+        assert_eq!(required_lines(&r, &units("17,")), 214);
+        // Code and markup: `base + N * step,` is 16 units (indentation does not count), 1600 / 17;
+        // `- N. Cleaning:` has too few letters for words (8 of 12), 1600 / 15.
         assert_eq!(required_lines(&r, &units("- 155. Cleaning:")), 107);
-        assert_eq!(required_lines(&r, &units(&format!("1. {}", "word ".repeat(20)))), 40);
-        // Indentation does not count: `base + N * step,` is 16 units.
         assert_eq!(required_lines(&r, &units("        base + 2 * step,")), 95);
+        assert_eq!(required_lines(&r, &units("<b>12.</b> <b>word</b>")), 73);
+        assert_eq!(required_lines(&r, &units("insert ( 2400 1255 0 'I/O' )")), 70);
     }
 }

@@ -45,12 +45,18 @@ pub struct RuleValues {
     /// Consecutive identical lines needed when the line is code, digits or punctuation.
     pub code_min_lines: u32,
     /// Consecutive counter lines (equal once digit runs are masked, every number unchanged or
-    /// one up from the line before, at least one up) needed by a long template.
+    /// one up from the line before, at least one up) needed by a long template of words, or
+    /// without a letter.
     pub counter_min_lines: u32,
-    /// Units (template length plus newline, times lines) after which a counter streak needs no
-    /// more than `counter_min_lines`: a short template needs more lines (see
+    /// Units (template length plus newline, times lines) after which a counter streak of such a
+    /// template needs no more than `counter_min_lines`: a short template needs more lines (see
     /// [`Rules::required_counter_lines`]).
     pub counter_span: u32,
+    /// Consecutive counter lines needed by a long template of code or markup.
+    pub code_counter_min_lines: u32,
+    /// Units of lines after which a counter streak of code or markup needs no more than
+    /// `code_counter_min_lines`.
+    pub code_counter_span: u32,
     /// Span needed by a run inside a packed payload (a block of base64 chars, `,` or `;` after
     /// [`crate::classes::PACKED_CONTEXT`] of them: a data URI, a source map's mappings). A payload raises the
     /// threshold, it never removes it: a model that degenerates while writing an image is found.
@@ -122,8 +128,16 @@ pub const DEFAULT_RULES: Rules = Rules {
         // output repeats a line up to ~7 times, prose ~5).
         min_lines: 14,
         code_min_lines: 25,
-        counter_min_lines: 40,
-        counter_span: 1600,
+        // A template of words (or without a letter) counting on: 16 lines, or 640 units of lines
+        // (20 lines of a 31-unit template, 25 of `N. A first-date activity:`). Benign text counts
+        // on for at most 10 lines of such a template (`Classifier: Programming Language :: Python
+        // :: 3.N`, 49 units, in package metadata; mdoc's `.ds doc-operating-system-OpenBSD-N.0`
+        // table) and 12 of a 28-unit one (a list of model names by year): loads 0.63 and 0.55.
+        counter_min_lines: 16,
+        counter_span: 640,
+        // Code and markup count on for longer: as in the conservative preset (see there).
+        code_counter_min_lines: 40,
+        code_counter_span: 1600,
         payload_span: 4096,
     },
 };
@@ -185,14 +199,17 @@ pub const CONSERVATIVE_RULES: Rules = Rules {
         // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
         // uts46data.py need 200 (load 0.76).
         code_min_lines: 100,
-        // Counter templates (`counter_lines`): the development set's near-loops count on for 45
-        // lines of a 67-unit template (d02: 40 needed, 1.13x), 75 of a 25-unit one (d35: 62
-        // needed, 1.21x) and 156 of a 14-unit one (d11: 107 needed, 1.46x). Benign text counts
-        // on for at most 54 lines of a 22-unit template (`insert ( 2400 1255 0 'I/O' )` in
+        // Counter templates of code and markup (`counter_lines`): the development set's d11
+        // (`- N. Cleaning:`) counts on for 156 lines of a 14-unit template (107 needed, 1.46x).
+        // Benign text counts on for at most 54 lines of a 22-unit template (`insert ( 2400 1255 0 'I/O' )` in
         // postgres.bki, 70 needed: load 0.77), 61 of a 16-unit one (torch's vec512_int.h, 95
         // needed: 0.64); clean numbered lists stop at ~20 items, and 40 lines leave 2x over them.
-        counter_min_lines: 40,
-        counter_span: 1600,
+        // Templates of words (or without a letter) need what the defaults ask: nothing in the
+        // whole corpus counts on as long (see `DEFAULT_RULES`).
+        counter_min_lines: 16,
+        counter_span: 640,
+        code_counter_min_lines: 40,
+        code_counter_span: 1600,
         // A PNG inside one of Adwaita's SVGs holds 3,823 `A`s after its base64 prefix.
         payload_span: 4096,
     },
@@ -219,6 +236,8 @@ pub const SMALL_RULES: Rules = Rules {
         code_min_lines: 4,
         counter_min_lines: 3,
         counter_span: 20,
+        code_counter_min_lines: 4,
+        code_counter_span: 30,
         payload_span: 96,
     },
 };
@@ -277,6 +296,8 @@ pub const TOKEN_RULES: Rules = Rules {
         // puts there, not for digits, and id 10 is no newline in most vocabularies.
         counter_min_lines: MAX_SPAN_LIMIT,
         counter_span: 0,
+        code_counter_min_lines: MAX_SPAN_LIMIT,
+        code_counter_span: 0,
         // Ids are no base64 chars: a run of ids 43-122 after 64 of them needs what any other does.
         payload_span: 32,
     },
@@ -306,7 +327,7 @@ impl std::error::Error for RulesError {}
 
 impl RuleValues {
     /// Every value with its field's name, in the order the fields are declared.
-    pub fn named_values(&self) -> [(&'static str, u32); 17] {
+    pub fn named_values(&self) -> [(&'static str, u32); 19] {
         [
             ("max_period", self.max_period),
             ("max_long_period", self.max_long_period),
@@ -324,6 +345,8 @@ impl RuleValues {
             ("code_min_lines", self.code_min_lines),
             ("counter_min_lines", self.counter_min_lines),
             ("counter_span", self.counter_span),
+            ("code_counter_min_lines", self.code_counter_min_lines),
+            ("code_counter_span", self.code_counter_span),
             ("payload_span", self.payload_span),
         ]
     }
@@ -374,6 +397,7 @@ impl RuleValues {
             ("min_lines", self.min_lines),
             ("code_min_lines", self.code_min_lines),
             ("counter_min_lines", self.counter_min_lines),
+            ("code_counter_min_lines", self.code_counter_min_lines),
         ] {
             if value < 2 {
                 return fail(format!("{name} must be at least 2"));
@@ -391,6 +415,8 @@ impl RuleValues {
             ("code_min_span", self.code_min_span),
             ("counter_min_lines", self.counter_min_lines),
             ("counter_span", self.counter_span),
+            ("code_counter_min_lines", self.code_counter_min_lines),
+            ("code_counter_span", self.code_counter_span),
             ("payload_span", self.payload_span),
         ] {
             if value > MAX_SPAN_LIMIT {
@@ -473,9 +499,15 @@ impl Rules {
 
     /// Counter lines needed for a template of `template_len` units (the line without its
     /// indentation and trailing whitespace, each digit run counted as one unit): enough to cover
-    /// `counter_span` units with their newlines, and at least `counter_min_lines`.
-    pub fn required_counter_lines(&self, template_len: u64) -> u64 {
-        u64::from(self.counter_min_lines).max(u64::from(self.counter_span).div_ceil(template_len + 1))
+    /// `counter_span` units with their newlines, and at least `counter_min_lines`; for a template
+    /// of code or markup (not `words`), `code_counter_span` and `code_counter_min_lines`.
+    pub fn required_counter_lines(&self, template_len: u64, words: bool) -> u64 {
+        let (lines, span) = if words {
+            (self.counter_min_lines, self.counter_span)
+        } else {
+            (self.code_counter_min_lines, self.code_counter_span)
+        };
+        u64::from(lines).max(u64::from(span).div_ceil(template_len + 1))
     }
 }
 

@@ -210,6 +210,8 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         code_min_lines: 65_537,
         counter_min_lines: 65_537,
         counter_span: 0,
+        code_counter_min_lines: 65_537,
+        code_counter_span: 0,
         payload_span: 65_537,
     })
     .unwrap();
@@ -508,7 +510,7 @@ fn agrees_with_oracle_on_counter_texts() {
 #[test]
 fn counter_templates_are_found_and_numbered_lists_are_not() {
     let numbered = |from: u64, to: u64, line: &dyn Fn(u64) -> String| -> String { (from..=to).map(line).collect() };
-    // d11: `- N. Cleaning: ` from 1 to 156 (14-unit template: 107 lines needed).
+    // d11: `- N. Cleaning: ` from 1 to 156 (a 14-unit template, too few letters for words: 107 lines needed).
     let d11 = numbered(1, 156, &|n| format!("- {n}. Cleaning: \n"));
     let found = scan_str(&d11, &DEFAULT_RULES);
     assert_eq!(found.len(), 1, "{found:?}");
@@ -518,11 +520,17 @@ fn counter_templates_are_found_and_numbered_lists_are_not() {
     assert_eq!(f.period, 14);
     let at = d11.match_indices('\n').nth(106).unwrap().0 as u64 + 1;
     assert_eq!(f.detected_at, at);
-    // d02: a 67-unit template with numbers inside it that stay, 45 lines (40 needed).
+    // d02: a 67-unit template with numbers inside it that stay, 45 lines (16 needed).
     let d02 = numbered(1, 45, &|n| format!("{n}. Kubernetes: https://kubernetes.io/services/pod/api-7f9c/api-7f9c\n"));
     assert_eq!(scan_str(&d02, &DEFAULT_RULES).iter().map(|f| f.rule).collect::<Vec<_>>(), [Rule::CounterLines]);
-    // A clean numbered list of 20 and rows of numbers alone are not.
+    // A clean numbered list of 20 is not.
     assert_eq!(scan_str(&numbered(1, 20, &|n| format!("{n}. item\n")), &DEFAULT_RULES), []);
-    assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n},\n")), &DEFAULT_RULES), []);
-    assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n}\t{}\n", n + 7)), &DEFAULT_RULES), []);
+    // Numbers alone count when every one goes up (`N,` is 2 units: 214 lines needed), not beside
+    // a column that stays or does not count.
+    let commas = numbered(1, 500, &|n| format!("{n},\n"));
+    let found = scan_str(&commas, &DEFAULT_RULES);
+    assert_eq!(found.iter().map(|f| (f.rule, f.repeats)).collect::<Vec<_>>(), [(Rule::CounterLines, 500)]);
+    assert_eq!(found[0].detected_at, commas.match_indices('\n').nth(213).unwrap().0 as u64 + 1);
+    assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n},0\n")), &DEFAULT_RULES), []);
+    assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n}\t{}\n", n * 7 % 13)), &DEFAULT_RULES), []);
 }

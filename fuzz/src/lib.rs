@@ -76,6 +76,8 @@ pub const LOW: RuleValues = RuleValues {
     code_min_lines: 2,
     counter_min_lines: 2,
     counter_span: 0,
+    code_counter_min_lines: 2,
+    code_counter_span: 0,
     payload_span: 32,
 };
 
@@ -177,6 +179,8 @@ pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> RuleValues {
         code_min_lines: edge_u32(u),
         counter_min_lines: edge_u32(u),
         counter_span: edge_u32(u),
+        code_counter_min_lines: edge_u32(u),
+        code_counter_span: edge_u32(u),
         payload_span: edge_u32(u),
     }
 }
@@ -208,6 +212,8 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 code_min_lines: 1 + field(60),
                 counter_min_lines: 1 + field(50),
                 counter_span: field(2000),
+                code_counter_min_lines: 1 + field(50),
+                code_counter_span: field(2000),
                 payload_span: 31 + field(3000),
             };
             match Rules::new(values) {
@@ -378,15 +384,15 @@ fn is_digit(u: u32) -> bool {
     (u32::from(b'0')..=u32::from(b'9')).contains(&u)
 }
 
-/// A line with its digit runs masked (as one `0` each, other `0`s never occur masked), its
-/// numbers as digit strings, and the unit before each (`None` at the start).
-fn masked(line: &[u32]) -> (Vec<Option<u32>>, Vec<(Vec<u32>, Option<u32>)>) {
+/// A line with its digit runs masked (as one `0` each, other `0`s never occur masked), and its
+/// numbers as digit strings with where each starts.
+fn masked(line: &[u32]) -> (Vec<Option<u32>>, Vec<(Vec<u32>, usize)>) {
     let (mut template, mut numbers) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < line.len() {
         if is_digit(line[i]) {
             let end = i + line[i..].iter().take_while(|&&u| is_digit(u)).count();
-            numbers.push((line[i..end].to_vec(), i.checked_sub(1).map(|b| line[b])));
+            numbers.push((line[i..end].to_vec(), i));
             template.push(None);
             i = end;
         } else {
@@ -395,6 +401,26 @@ fn masked(line: &[u32]) -> (Vec<Option<u32>>, Vec<(Vec<u32>, Option<u32>)>) {
         }
     }
     (template, numbers)
+}
+
+fn is_letter(u: u32) -> bool {
+    char::from_u32(u).is_some_and(char::is_alphabetic)
+}
+
+/// Whether the number at `at` of `line` is a name's tail or an index: after `_` or `[`, or after
+/// letters that are fewer than three, follow a digit or `_`, or hold a capital past their first.
+fn names_something(line: &[u32], at: usize) -> bool {
+    let letters = line[..at].iter().rev().take_while(|&&u| is_letter(u)).count();
+    let word = &line[at - letters..at];
+    let before_word = (at > letters).then(|| line[at - letters - 1]);
+    let camel = word.iter().skip(1).any(|&u| char::from_u32(u).is_some_and(char::is_uppercase));
+    match at.checked_sub(1).map(|b| line[b]) {
+        Some(u) if u == u32::from(b'_') || u == u32::from(b'[') => true,
+        Some(_) if letters > 0 => {
+            letters < 3 || camel || before_word.is_some_and(|u| is_digit(u) || u == u32::from(b'_'))
+        }
+        _ => false,
+    }
 }
 
 /// A digit string plus one, keeping its width unless it is all nines.
@@ -424,27 +450,36 @@ fn counts_on(before: &[u32], after: &[u32]) -> bool {
         return false;
     }
     let mut advanced = false;
-    for ((a, unit_before), (b, _)) in n1.iter().zip(&n2) {
+    let mut all_up = true;
+    for ((a, at), (b, _)) in n1.iter().zip(&n2) {
         if *b == plus_one(a) {
-            let word =
-                unit_before.is_some_and(|u| u == u32::from(b'_') || char::from_u32(u).is_some_and(char::is_alphabetic));
-            if word {
+            if names_something(before, *at) {
                 return false;
             }
             advanced = true;
         } else if a != b {
             return false;
+        } else {
+            // A decimal's fraction (after a digit and `.`) stays while the number counts.
+            let fraction = *at >= 2 && before[at - 1] == u32::from(b'.') && is_digit(before[at - 2]);
+            all_up &= fraction;
         }
     }
-    advanced
+    let letter = t1.iter().flatten().any(|&u| is_letter(u));
+    advanced && (letter || all_up)
 }
 
-/// Counter lines a template needs (`None`: never, no letter in it); indentation does not count.
-fn counter_lines_needed(rules: &Rules, line: &[u32]) -> Option<u64> {
+/// Counter lines a template needs; indentation does not count. Templates of words (no mark of
+/// code, at least 3 of 4 visible units letters) and without letters take the first pair of
+/// values, code and markup the `code_counter_` pair.
+fn counter_lines_needed(rules: &Rules, line: &[u32]) -> u64 {
     let indent = line.iter().take_while(|&&u| is_ws(u)).count();
     let (template, _) = masked(&line[indent..]);
-    let letter = template.iter().flatten().any(|&u| char::from_u32(u).is_some_and(char::is_alphabetic));
-    letter.then(|| rules.required_counter_lines(template.len() as u64))
+    let visible: Vec<Option<u32>> = template.iter().copied().filter(|u| !u.is_some_and(is_ws)).collect();
+    let letters = visible.iter().flatten().filter(|&&u| is_letter(u)).count();
+    let code = visible.iter().flatten().any(|&u| "_()[]{}<>=;\"'`".contains(char::from_u32(u).unwrap_or('a')));
+    let words = letters == 0 || !code && 4 * letters >= 3 * visible.len();
+    rules.required_counter_lines(template.len() as u64, words)
 }
 
 /// Soundness of every finding of `units` under `rules`, without an oracle: each one is backed
@@ -518,7 +553,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                     assert!(counts_on(a, b), "a line that does not count on: {}", ctx());
                 }
                 let need = counter_lines_needed(rules, content);
-                assert_eq!(Some(f.repeats), need, "not where the rule first holds: {}", ctx());
+                assert_eq!(f.repeats, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(lines.len() as u64, f.repeats, "{}", ctx());
                 // The streak starts here: the previous non-blank line (if any) does not lead in.
                 if start > 0 {

@@ -95,15 +95,22 @@ class Rules:
     Non-empty lines equal once every run of ASCII digits is masked, where from each line to the
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
     ``2. test.py``, ...; blank lines between them allowed, trailing whitespace ignored), are
-    reported as ``counter_lines`` once there are max(``counter_min_lines``,
-    ceil(``counter_span`` / (L + 1))) of them, L the template's length (without indentation, each
-    digit run counted as one unit): 40 lines for a template of 39 units or more, 107 for ``- N. Cleaning:``. Numbers
-    are compared on their digits, of any length, and keep their width (``099`` to ``100`` is one
-    up, ``7`` to ``07`` is not); a line is at most two units longer than the one before (two
-    numbers that carry at once). A template without a
-    letter (rows of numbers), a number that goes up right after a letter, ``_`` or ``[``
-    (``value_7``, ``x1``, ``out[7]``: names and indexes of generated code), and lines longer than ``max_long_period`` units never count. ``for_tokens`` turns
-    the rule off in effect (``counter_min_lines`` 2**24): token ids 48-57 are no digits.
+    reported as ``counter_lines``. A template of words (no mark of code such as ``( ) < > = ;``,
+    at least 3 of 4 visible chars letters) or without a letter needs max(``counter_min_lines``,
+    ceil(``counter_span`` / (L + 1))) lines, L the template's length (without indentation, each
+    digit run counted as one unit): 16 lines for a template of 39 units or more, 25 for
+    ``N. A first-date activity:``. Code and markup need max(``code_counter_min_lines``,
+    ceil(``code_counter_span`` / (L + 1))): 40 lines, 107 for ``- N. Cleaning:``. Numbers are
+    compared on their digits, of any length, and keep their width (``099`` to ``100`` is one up,
+    ``7`` to ``07`` is not); a line is at most two units longer than the one before (two numbers
+    that carry at once). In a template without a letter every number must go one up (the
+    fraction of a decimal aside): ``(7)``, ``$1.5``, bare numbers count, a CSV row with a counter
+    column beside others (``7,0,0``) does not. A number that goes up right after ``_`` or ``[``,
+    or after letters that are no word (fewer than three, glued to a digit or ``_``, or camel
+    case: ``value_7``, ``x1``, ``0xff1``, ``shHereDoc01``, ``out[7]``: names and indexes of
+    code) never counts; after a word it does (``backup7``, ``assistant57``). Lines longer than
+    ``max_long_period`` units never count. ``for_tokens`` turns the rule off in effect
+    (``counter_min_lines`` 2**24): token ids 48-57 are no digits.
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
@@ -126,8 +133,10 @@ class Rules:
         table_span: int = 1024,
         min_lines: int = 14,
         code_min_lines: int = 25,
-        counter_min_lines: int = 40,
-        counter_span: int = 1600,
+        counter_min_lines: int = 16,
+        counter_span: int = 640,
+        code_counter_min_lines: int = 40,
+        code_counter_span: int = 1600,
         payload_span: int = 4096,
     ) -> Self: ...
     @staticmethod
@@ -178,6 +187,10 @@ class Rules:
     def counter_min_lines(self) -> int: ...
     @property
     def counter_span(self) -> int: ...
+    @property
+    def code_counter_min_lines(self) -> int: ...
+    @property
+    def code_counter_span(self) -> int: ...
     @property
     def payload_span(self) -> int: ...
     def required_span(self, block: str) -> int:

@@ -52,6 +52,8 @@ impl PyRules {
         code_min_lines = Int::from(DEFAULT_RULES.code_min_lines),
         counter_min_lines = Int::from(DEFAULT_RULES.counter_min_lines),
         counter_span = Int::from(DEFAULT_RULES.counter_span),
+        code_counter_min_lines = Int::from(DEFAULT_RULES.code_counter_min_lines),
+        code_counter_span = Int::from(DEFAULT_RULES.code_counter_span),
         payload_span = Int::from(DEFAULT_RULES.payload_span),
     ))]
     fn new(
@@ -71,6 +73,8 @@ impl PyRules {
         code_min_lines: Int,
         counter_min_lines: Int,
         counter_span: Int,
+        code_counter_min_lines: Int,
+        code_counter_span: Int,
         payload_span: Int,
     ) -> PyResult<Self> {
         let values = RuleValues {
@@ -90,6 +94,8 @@ impl PyRules {
             code_min_lines: rule_value("code_min_lines", code_min_lines)?,
             counter_min_lines: rule_value("counter_min_lines", counter_min_lines)?,
             counter_span: rule_value("counter_span", counter_span)?,
+            code_counter_min_lines: rule_value("code_counter_min_lines", code_counter_min_lines)?,
+            code_counter_span: rule_value("code_counter_span", code_counter_span)?,
             payload_span: rule_value("payload_span", payload_span)?,
         };
         Ok(PyRules { inner: Rules::new(values)? })
@@ -171,6 +177,14 @@ impl PyRules {
     #[getter]
     fn counter_span(&self) -> u32 {
         self.inner.counter_span
+    }
+    #[getter]
+    fn code_counter_min_lines(&self) -> u32 {
+        self.inner.code_counter_min_lines
+    }
+    #[getter]
+    fn code_counter_span(&self) -> u32 {
+        self.inner.code_counter_span
     }
     #[getter]
     fn payload_span(&self) -> u32 {

@@ -34,6 +34,8 @@ FIELDS = [
     "code_min_lines",
     "counter_min_lines",
     "counter_span",
+    "code_counter_min_lines",
+    "code_counter_span",
     "payload_span",
 ]
 

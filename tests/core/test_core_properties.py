@@ -47,6 +47,8 @@ SMALL = Rules(
     code_min_lines=4,
     counter_min_lines=3,
     counter_span=20,
+    code_counter_min_lines=4,
+    code_counter_span=30,
 )
 
 MEDIUM = Rules(
@@ -66,6 +68,8 @@ MEDIUM = Rules(
     code_min_lines=5,
     counter_min_lines=4,
     counter_span=60,
+    code_counter_min_lines=5,
+    code_counter_span=80,
 )
 
 DEFAULT = Rules()
@@ -208,17 +212,25 @@ MEDIUM_FRAGMENTS = fragments(WORDS, SEPARATORS, [(4, 14), (18, 6)], most_prose=2
 DEFAULT_FRAGMENTS = fragments(WORDS, SEPARATORS, [(3, 45), (12, 30), (80, 6)], most_prose=40)
 UNICODE_TEXTS = fragments(UNICODE_TOKENS, [" ", "", "\n", ", "], [(5, 14)], most_prose=6)
 
-# Templates of counter lines (`#` is a number): words, identifiers, digits of the template's own.
+# Templates of counter lines (`#` is a number): words, code, identifiers, numbers after words
+# and names, decimals, templates without a letter, digits of the template's own.
 COUNTER_TEMPLATES = [
     "# a",
     "#. ab",
     "x # y #",
     "##",
     "a#",
+    "abc#",
+    "aBc# d",
+    "0ab# c",
     "- # é人",
     "0# it",
     "v_#",
     "(#, #, #) a",
+    "(#)",
+    "#.5",
+    "# #",
+    "=#;",
 ]
 
 
@@ -280,6 +292,8 @@ def small_rules(draw: st.DrawFn) -> Rules:
         code_min_lines=draw(st.integers(2, 6)),
         counter_min_lines=draw(st.integers(2, 6)),
         counter_span=draw(st.integers(0, 60)),
+        code_counter_min_lines=draw(st.integers(2, 6)),
+        code_counter_span=draw(st.integers(0, 60)),
     )
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from pathlib import Path
 
 import pytest
 
 import loopbreak
+from support.oracle import required_counter_lines
 
 CORPUS = next(
     (
@@ -43,11 +43,14 @@ def output(output_id: str) -> str:
 @pytest.mark.parametrize(
     ("output_id", "first_line", "lines"),
     [
-        # `- N. Cleaning: ` counting 1..156: a 14-unit template needs 107 lines.
+        # `- N. Cleaning: ` counting 1..156: a 14-unit template, too few letters for words (8
+        # of 12 visible units), needs 107 lines.
         ("d11-greedy", "- 1. Cleaning:", 156),
-        # `N. A first-date activity:` 1..75 after a first `1.` line (a repeat, no step): 62 needed.
+        # `N. A first-date activity:` 1..75 after a first `1.` line (a repeat, no step): a
+        # 25-unit template of words, 25 needed.
         ("d35-greedy", "1. A first-date activity:", 75),
-        # `N. Kubernetes: https://kubernetes.io/...api-7f9c` 1..45: 40 needed.
+        # `N. Kubernetes: https://kubernetes.io/...api-7f9c` 1..45: a URL (72% letters) is no
+        # template of words, 40 needed.
         (
             "d02-greedy",
             "1. Kubernetes: https://kubernetes.io/services/pod/api-7f9c/api-7f9c",
@@ -65,11 +68,8 @@ def test_the_development_sets_counter_near_loops_are_found(
     assert (f.block, f.period, f.repeats) == (first_line, len(first_line), lines)
     assert text[f.start :].startswith(first_line)
     # What the rule needed is in text[start:detected_at], and the streak goes on past it.
-    rules = loopbreak.Rules()
     evidence = [line for line in text[f.start : f.detected_at].splitlines() if line.strip()]
-    template = re.sub("[0-9]+", "N", first_line)
-    needed = max(rules.counter_min_lines, -(-rules.counter_span // (len(template) + 1)))
-    assert len(evidence) == needed
+    assert len(evidence) == required_counter_lines(loopbreak.Rules(), first_line)
 
 
 def test_a_counter_loop_streamed_in_deltas_finds_what_scan_finds() -> None:
@@ -160,6 +160,16 @@ def test_trim_keeps_the_first_counter_lines_and_says_what_it_removed() -> None:
         "".join(f"    {n * 16}: 'U+{n * 16:04d}',\n" for n in range(64)),
         # Hex rows count in hex, not in decimal.
         numbered("0x{n:04x}, a", 0, 300),
+        # Numbers glued to names: camel case (vim's syntax files), short names, after `_`.
+        numbered("hi def link shHereDoc{n:02d}\t\tshRedir", 1, 200),
+        numbered("highlight default link krlError{n} Error", 0, 200),
+        numbered("ab{n} = ab{n}", 1, 200),
+        # Templates without a letter where a column stays, or counts by a tenth.
+        numbered("{n}\t0", 1, 2000),
+        "".join(f"{n / 10:.1f}\n" for n in range(10, 2000)),
+        # A bare year list and Python's minor versions in package metadata (10 lines of 16).
+        numbered("{n}", 1990, 2024),
+        numbered("Classifier: Programming Language :: Python :: 3.{n}", 3, 12),
     ],
 )
 def test_numbered_text_that_is_not_stuck_is_not_a_counter_loop(text: str) -> None:
@@ -196,12 +206,58 @@ def test_a_line_gains_at_most_two_units_on_the_line_before() -> None:
 
 def test_short_templates_need_more_lines() -> None:
     rules = loopbreak.Rules()
-    assert (rules.counter_min_lines, rules.counter_span) == (40, 1600)
-    # `Server N:` is 9 units: 160 lines needed, 159 are not enough.
-    assert loopbreak.scan(numbered("Server {n}:", 1, 159)) == []
-    assert [f.repeats for f in loopbreak.scan(numbered("Server {n}:", 1, 160))] == [160]
+    assert (rules.counter_min_lines, rules.counter_span) == (16, 640)
+    assert (rules.code_counter_min_lines, rules.code_counter_span) == (40, 1600)
+    # `Server N:` is 9 units of words: 64 lines needed, 63 are not enough.
+    assert loopbreak.scan(numbered("Server {n}:", 1, 63)) == []
+    assert [f.repeats for f in loopbreak.scan(numbered("Server {n}:", 1, 64))] == [64]
+    # `server(N);` is code: 146 lines.
+    assert loopbreak.scan(numbered("server({n});", 1, 145)) == []
+    assert [f.repeats for f in loopbreak.scan(numbered("server({n});", 1, 146))] == [146]
     assert loopbreak.Rules.for_tokens().counter_min_lines == 1 << 24
     with pytest.raises(ValueError, match="counter_min_lines"):
         loopbreak.Rules(counter_min_lines=1)
+    with pytest.raises(ValueError, match="code_counter_min_lines"):
+        loopbreak.Rules(code_counter_min_lines=1)
     with pytest.raises(ValueError, match="counter_span"):
         loopbreak.Rules(counter_span=1 << 25)
+
+
+# Counting loops of the shapes models write (issue reports and the development sets), each with
+# the lines its template needs: a template of words by 16-25 lines, one without a letter when
+# every number counts, a number after a word, code and markup by 40 lines or 1,600 units.
+@pytest.mark.parametrize(
+    ("line", "needed"),
+    [
+        ("{n}. A first-date activity:", 25),
+        ("Step {n}: wait for the server to start again", 16),
+        ("Day {n}: rest and drink water", 23),
+        ("({n})", 160),
+        ("${n}.5", 128),
+        ("{n}", 320),
+        ("{n}. {n}. {n}. {n}.", 54),
+        ("file_size(/var/log/backup{n})", 58),
+        ("Checking backup{n} now", 31),
+    ],
+)
+def test_counting_loops_models_write_are_found(line: str, needed: int) -> None:
+    # Three-digit numbers: no carry (four numbers that carry at once start the streak again).
+    text = "Sure, here it is:\n\n" + numbered(line, 100, 499)
+    [f] = loopbreak.scan(text)
+    assert (f.rule, f.start, f.repeats) == ("counter_lines", text.index("\n\n") + 2, 400)
+    assert text[: f.detected_at].count("\n") - 2 == needed
+    assert required_counter_lines(loopbreak.Rules(), line.format(n=100)) == needed
+    # Streamed, the guard stops it at the same line.
+    detector = loopbreak.Detector()
+    stopped = next(f for i in range(0, len(text), 7) if (f := detector.feed(text[i : i + 7])))
+    assert stopped.detected_at == f.detected_at
+
+
+@needs_corpus
+def test_the_two_line_counter_of_the_incident_corpus_is_not_a_line_counter() -> None:
+    # llama.cpp#19585 (13.txt): `<|im_start|>assistantN` counts on every other line, between
+    # copies of one prompt line: a cycle of two lines, which the rule (line after line) does not
+    # take, though `assistant57` to `assistant58` is a step (alone, its 21 lines of markup would
+    # need 67).
+    text = (CORPUS / "loops" / "13.txt").read_text(encoding="utf-8")
+    assert [f for f in loopbreak.scan(text) if f.rule == "counter_lines"] == []

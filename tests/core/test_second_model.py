@@ -45,8 +45,9 @@ EXPECTED_FLAGGED: dict[str, str] = {}
 # a change either way fails the test.
 NEAR_LOOPS_MISSED = {
     # `<b>N.</b> <b>시골</b>` counts on for 59 lines (12 to 70) to the 800-token cut; its 20-unit
-    # template needs 77 (counter_span 1,600). A span low enough for 59 (1,239) would flag the 54
-    # lines of postgres.bki's 28-unit `insert ( N 1255 0 'I/O' )` in the benign corpus.
+    # template is markup (6 letters of 18 visible units) and needs 77 (code_counter_span 1,600).
+    # A span low enough for 59 (1,239) would flag the 54 lines of postgres.bki's 22-unit
+    # `insert ( N 1255 0 'I/O' )` and come within 1.1x of torch's 61 `base + N * step,` lines.
     "g13-sampled": "counter_lines: 59 of the 77 lines a 20-unit template needs",
     # One line counting `54.55.56....257.` with no newline: no line rule sees inside a line.
     "g24-sampled": "a counting list within one line",

@@ -26,6 +26,7 @@ Character classes follow Rust's ``char`` predicates:
 from __future__ import annotations
 
 import dataclasses
+import re
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -413,31 +414,62 @@ def plus_one(digits: str) -> str:
     return kept[:-1] + str(int(kept[-1]) + 1) + zeros if kept else "1" + zeros
 
 
+def part_of_a_name(line: str, at: int) -> bool:
+    """Whether the number at ``at`` is a name's tail or an index: after ``_`` or ``[``, or after
+    letters that are no word: fewer than three, following a digit or ``_``, or with a capital
+    after the first (``x1``, ``0xff1``, ``shHereDoc01``); after a word (``backup7``) it is not."""
+    if at == 0:
+        return False
+    if line[at - 1] in "_[":
+        return True
+    word = at
+    while word > 0 and is_letter(line[word - 1]):
+        word -= 1
+    letters = at - word
+    glued = word > 0 and line[word - 1] in DIGITS + "_"
+    camel = any(ch.isupper() for ch in line[word + 1 : at])
+    return letters > 0 and (letters < 3 or glued or camel)
+
+
 def counts_on(prev: str, line: str) -> bool:
     """Whether ``line`` follows ``prev`` in a counter streak: at most ``MAX_GAIN`` units longer
     and no shorter, the same template, every number's digits unchanged or plus one, at least
-    one plus one, and none that goes up right after a letter, ``_`` or ``[`` (an identifier's
-    tail or an index)."""
+    one plus one, none that goes up as part of a name (an identifier's tail or an index), and in
+    a template without a letter every number plus one but the fraction of a decimal."""
     if not 0 <= len(line) - len(prev) <= MAX_GAIN:
         return False
-    (t1, n1, before), (t2, n2, _) = template(prev), template(line)
+    (t1, n1, _), (t2, n2, _) = template(prev), template(line)
     if t1 != t2:
         return False
     steps = [0 if b == a else 1 if b == plus_one(a) else None for a, b in zip(n1, n2)]
     if None in steps or 1 not in steps:
         return False
-    return all(not (b in "_[" or is_letter(b)) for b, step in zip(before, steps) if step == 1 and b)
+    starts = [m.start() for m in re.finditer("[0-9]+", prev)]
+    if any(part_of_a_name(prev, at) for at, step in zip(starts, steps) if step == 1):
+        return False
+    fraction = [at >= 2 and prev[at - 1] == "." and prev[at - 2] in DIGITS for at in starts]
+    has_letter = any(is_letter(ch) for ch in prev if ch not in DIGITS)
+    return has_letter or all(step == 1 or f for step, f in zip(steps, fraction))
 
 
-def required_counter_lines(rules: loopbreak.Rules, line: str) -> int | None:
-    """Counter lines a streak of ``line``'s template needs, or None if its template holds no
-    letter; the template's length counts each digit run as one unit and leaves out the
-    indentation."""
+CODE_MARKS = "_()[]{}<>=;\"'`"
+
+
+def required_counter_lines(rules: loopbreak.Rules, line: str) -> int:
+    """Counter lines a streak of ``line``'s template needs; the template's length counts each
+    digit run as one unit and leaves out the indentation. A template of words (no mark of code,
+    at least 3 of 4 visible units letters) or without a letter needs ``counter_min_lines`` or
+    ``counter_span``; code and markup the ``code_counter_`` values."""
     indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
     masked, _, _ = template(line[indent:])
-    if not any(is_letter(ch) for ch in line if ch not in DIGITS):
-        return None
-    return max(rules.counter_min_lines, ceil_div(rules.counter_span, len(masked) + 1))
+    visible = [ch for ch in masked if ch not in WHITESPACE]
+    letters = sum(is_letter(ch) for ch in visible)
+    code = any(ch in CODE_MARKS for ch in visible)
+    if letters == 0 or (not code and 4 * letters >= 3 * len(visible)):
+        lines, span = rules.counter_min_lines, rules.counter_span
+    else:
+        lines, span = rules.code_counter_min_lines, rules.code_counter_span
+    return max(lines, ceil_div(span, len(masked) + 1))
 
 
 def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
@@ -464,7 +496,7 @@ def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             k += 1
         streak = lines[i:k]
         need = required_counter_lines(rules, streak[0][1])
-        if need is not None and len(streak) >= need:
+        if len(streak) >= need:
             first, content = streak[0][0], streak[0][1]
             ends = tuple(line[2] for line in streak[need - 1 :])
             finding = OracleFinding(
