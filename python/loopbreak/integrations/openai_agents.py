@@ -43,7 +43,8 @@ Every run gets a receipt, however it ended (``last_run.receipt``, ``on_receipt``
 Not covered: the tools of agents reached by a handoff and hosted tools (no input guardrails in
 the SDK), the whole answers of a handoff agent given a model object of its own, and a
 ``Session``, which keeps what the SDK saved (a cut streamed answer is not in
-it).
+it; the next SDK run of a recovery turn is given the whole history, so a ``Session``,
+``previous_response_id`` or ``conversation_id`` gets the earlier items again).
 """
 
 from __future__ import annotations
