@@ -67,6 +67,8 @@ from pydantic_ai.exceptions import (
     ModelRequestTimeout,
     ModelTimeoutError,
     RunCancelled,
+    ToolFailedError,
+    ToolRetryError,
     UsageLimitExceeded,
 )
 from pydantic_ai.messages import (
@@ -116,7 +118,8 @@ _USAGE_OF_LIMIT = {
 ERRORS = FrameworkErrors(
     timeouts=(ModelRequestTimeout, ModelTimeoutError),
     aborts=(RunCancelled,),
-    tool_errors=(ModelRetry, ToolFailed),
+    # A tool's ModelRetry and ToolFailed, and the forms pydantic-ai carries them in to the model.
+    tool_errors=(ModelRetry, ToolFailed, ToolRetryError, ToolFailedError),
 )
 
 
