@@ -10,10 +10,12 @@ import pytest
 from loopbreak.agent.actions import Arguments, action_key
 from loopbreak.agent.decision import Check, Decision, DecisionKind, Reason
 from loopbreak.agent.policy import (
+    ANSWER_NUDGE,
     DEFAULT_STOP_MESSAGES,
     FINAL_STEP_NUDGE,
     LOCKDOWN_ENV,
     LOCKDOWN_INSTRUCTION,
+    NUDGE_BLOCK_CHARS,
     REFUSAL_MESSAGE,
     PolicyConfig,
     RunPolicy,
@@ -322,6 +324,53 @@ def test_without_a_recovery_turn_the_fourth_identical_call_stops() -> None:
     for _ in range(3):
         call_in_new_step(policy, "read_file", {"path": "a"})
     assert call_in_new_step(policy, "read_file", {"path": "a"}).stopped
+
+
+# Looping answers: a stop, or with a recovery turn a refusal that nudges the model first.
+
+
+def answer_loops_in_new_step(policy: RunPolicy, block: str = "la la ") -> Decision:
+    policy.before_step(PROMPT)
+    return policy.check_looping_answer(block)
+
+
+def test_without_a_recovery_turn_the_first_looping_answer_stops_the_run() -> None:
+    policy = new_policy()
+    stop = answer_loops_in_new_step(policy)
+    assert stop.stopped and policy.stop == stop
+    assert (stop.reason, stop.check, stop.value, stop.limit) == (
+        Reason.DEGENERATION, Check.LOOPING_ANSWER, 1, 1,
+    )  # fmt: skip
+    assert stop.message == DEFAULT_STOP_MESSAGES[Reason.DEGENERATION]
+    with pytest.raises(CheckAfterStop):
+        policy.check_looping_answer("la la ")
+
+
+def test_with_a_recovery_turn_the_first_looping_answer_is_refused_with_a_nudge() -> None:
+    policy = new_policy(recovery_turn=True)
+    block = 'say "hi"\n' * 20  # longer than the preview, with a quote and a newline
+    refused = answer_loops_in_new_step(policy, block)
+    assert refused.refused and policy.stop is None
+    assert (refused.reason, refused.value, refused.limit) == (Reason.DEGENERATION, 1, 1)
+    preview = json.dumps(block[:NUDGE_BLOCK_CHARS] + "…", ensure_ascii=False)
+    assert refused.message == ANSWER_NUDGE.format(block=preview) and "\n" not in refused.message
+    policy.after_step([])
+    stop = answer_loops_in_new_step(policy)
+    assert stop.stopped and (stop.reason, stop.value) == (Reason.DEGENERATION, 2)
+    kinds = [event.kind for event in policy.audit.events if event.check is Check.LOOPING_ANSWER]
+    assert kinds == [DecisionKind.REFUSE, DecisionKind.STOP]
+
+
+def test_the_answer_recovery_turn_is_its_own_and_needs_a_step_left() -> None:
+    policy = new_policy(recovery_turn=True, max_steps=6)
+    for _ in range(4):  # the repeat's recovery turn is used at the 4th call
+        call_in_new_step(policy, "read_file", {"path": "a"})
+    assert policy.audit.events[-1].refused
+    assert answer_loops_in_new_step(policy).refused  # step 4: the answer's own recovery turn
+    assert answer_loops_in_new_step(policy).stopped
+    final = new_policy(recovery_turn=True, max_steps=2)
+    call_in_new_step(final, "read_file", {"path": "a"})
+    assert answer_loops_in_new_step(final).stopped  # the final step: no step left for it
 
 
 # Volatile arguments: left out of the repeat key.

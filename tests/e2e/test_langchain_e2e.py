@@ -80,7 +80,10 @@ def test_a_looping_agent_run_is_stopped_and_its_receipt_saved(
         rows = connection.execute("SELECT run_id, state, reason, receipt FROM receipts").fetchall()
     [(run_id, state, reason, saved)] = rows
     assert (run_id, state, reason) == (receipts[0].run_id, "STUCK", "degeneration")
-    [finding] = [e["details"]["finding"] for e in json.loads(saved)["evidence"]]
+    evidence = json.loads(saved)["evidence"]
+    # The guard's finding, then the policy's stop on it (an audited decision).
+    assert [e["kind"] for e in evidence] == ["degeneration", "stop_condition"]
+    finding = evidence[0]["details"]["finding"]
     assert finding["source"] == "content"
     # Cut where the rule first held, long before the unguarded run's end.
     assert finding["detected_at"] < len(unguarded) // 4

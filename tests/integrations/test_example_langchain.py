@@ -38,6 +38,15 @@ def test_the_example_ends_each_run_in_its_state(
     ]
     events = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
     assert [e["run_id"] for e in events if e["seq"] == 0] == [run_id for run_id, _, _ in receipts]
-    stop = events[-2]  # the repeats run's last decision; the degenerate run then took step 0
-    assert (stop["decision"], stop["reason"]) == ("stop", "loop_detected")
+    decisions = {
+        run_id: [(e["decision"], e["check"], e["reason"]) for e in events if e["run_id"] == run_id]
+        for run_id, _, _ in receipts
+    }
+    (_, repeats, degenerate) = (run_id for run_id, _, _ in receipts)
+    assert decisions[repeats][-1] == ("stop", "repeated_action", "loop_detected")
+    # The degenerate run's looping answer is decided and audited like a repeat.
+    assert decisions[degenerate] == [
+        ("allow", "steps", "within_limits"),
+        ("stop", "looping_answer", "degeneration"),
+    ]
     assert "VERIFIED_COMPLETE" in capsys.readouterr().out

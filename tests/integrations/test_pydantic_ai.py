@@ -16,6 +16,7 @@ import pytest
 from pydantic_ai import (
     Agent,
     ModelResponse,
+    ModelRetry,
     RunContext,
     TextPart,
     ToolCallPart,
@@ -410,6 +411,26 @@ def test_a_tool_that_raises_ends_the_run_failed_and_the_receipt_names_it() -> No
     assert run is not None and run.receipt is not None
     assert run.receipt.state is ReceiptState.FAILED and run.receipt.reason == "tool_failure"
     assert run.receipt.evidence[0].details["tool"] == "fetch"
+
+
+def test_a_tool_that_keeps_asking_for_a_retry_makes_no_progress() -> None:
+    # ModelRetry, like ToolFailed (the shared scenarios), is the model's to read: the run goes
+    # on, and each retry is no progress however it is worded.
+    capability = LoopbreakCapability(PolicyConfig(no_progress_window=2))
+    script = Script([call(a=n, b=1) for n in range(6)])
+    agent = Agent(FunctionModel(stream_function=script), capabilities=[capability])
+    attempts: list[int] = []
+
+    @agent.tool_plain(retries=5)
+    def add(a: int, b: float) -> float:
+        attempts.append(a)
+        raise ModelRetry(f"the adder is busy (attempt {len(attempts)})")
+
+    output = agent.run_sync("add").output
+    run = capability.last_run
+    assert run is not None and run.receipt is not None and run.stop is not None
+    assert (run.receipt.state, run.receipt.reason) == (ReceiptState.STUCK, "no_progress")
+    assert attempts == [0, 1] and output == run.stop.message
 
 
 def test_a_cancelled_run_still_gets_a_receipt() -> None:

@@ -6,10 +6,10 @@ Every check of a ``RunPolicy`` (before a step, before a tool call, after a step)
 log never has to recompute why a run stopped.
 
 Semantics of ``value`` and ``limit`` (the same for every check): ``value`` is what the run has
-already used (steps started, tokens spent, identical calls made, steps without progress) and a
-check stops once ``value >= limit``: the budget is spent, so the next step, call or token would
-go over it. The kill switch is measured the same way: an engaged switch is ``value`` 1 against
-``limit`` 1.
+already used (steps started, tokens spent, identical calls made, steps without progress, answers
+that looped) and a check stops once ``value >= limit``: the budget is spent, so the next step,
+call or token would go over it. The kill switch is measured the same way: an engaged switch is
+``value`` 1 against ``limit`` 1; so is the first answer that loops (an answer may not loop).
 
 A stop's ``reason`` names the setting that stopped the run, as the configuration spells it
 (``max_steps``, ``max_total_tokens``, ...), or the condition (``loop_detected``, ``no_progress``,
@@ -31,7 +31,8 @@ Number = Union[int, float]
 
 class DecisionKind(str, Enum):
     """The outcomes of a check. ``REFUSE`` is a recovery turn (``PolicyConfig.recovery_turn``):
-    the tool call is not run, the model is told why (``message``) and the run goes on."""
+    the tool call is not run, or the looping answer is cut, the model is told why
+    (``message``) and the run goes on."""
 
     ALLOW = "allow"
     WARN = "warn"
@@ -40,9 +41,11 @@ class DecisionKind(str, Enum):
 
 
 class Reason(str, Enum):
-    """Why a check decided what it did. The first four allow or warn; every other one is a stop:
-    the step cap, the loop conditions, one member per budget (named like its ``Budgets`` field)
-    and the kill switch."""
+    """Why a check decided what it did. The first four allow or warn; every other one is a stop
+    (or, for ``loop_detected`` and ``degeneration``, a refusal on a recovery turn): the step
+    cap, the loop conditions (a repeated action, no progress, an answer that degenerated into a
+    repetition loop), one member per budget (named like its ``Budgets`` field) and the kill
+    switch."""
 
     WITHIN_LIMITS = "within_limits"
     STEPS_RUNNING_OUT = "steps_running_out"
@@ -51,6 +54,7 @@ class Reason(str, Enum):
     MAX_STEPS = "max_steps"
     LOOP_DETECTED = "loop_detected"
     NO_PROGRESS = "no_progress"
+    DEGENERATION = "degeneration"
     MAX_SECONDS = "max_seconds"
     MAX_COST = "max_cost"
     MAX_INPUT_TOKENS = "max_input_tokens"
@@ -61,11 +65,13 @@ class Reason(str, Enum):
 
 
 class Check(str, Enum):
-    """What a decision measured: the step count, repeated actions, progress, or one budget."""
+    """What a decision measured: the step count, repeated actions, progress, looping answers,
+    or one budget."""
 
     STEPS = "steps"
     REPEATED_ACTION = "repeated_action"
     PROGRESS = "progress"
+    LOOPING_ANSWER = "looping_answer"
     SECONDS = "seconds"
     COST = "cost"
     INPUT_TOKENS = "input_tokens"

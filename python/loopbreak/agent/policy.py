@@ -7,7 +7,9 @@ One ``RunPolicy`` governs one run (one agent turn). The loop calls:
   to send (the caller's, with any addendum appended) and whether tools are offered;
 - ``record_usage(model, input_tokens, output_tokens)`` after each model call;
 - ``check_tool_call(tool, arguments)`` before running each tool call the model asked for;
-- ``after_step(progress)`` when the step's tool results are in, with the progress it made.
+- ``after_step(progress)`` when the step's tool results are in, with the progress it made;
+- ``check_looping_answer(block)`` when the model's answer (or its reasoning, or a tool call's
+  arguments) degenerated into a repetition loop and the stream guard cut it.
 
 Each check returns a ``Decision`` (allow, warn or stop) and records it in the audit log; a stop
 carries a one-line ``message`` for people (``PolicyConfig.stop_messages``). Before each step and
@@ -20,6 +22,7 @@ raise ``CheckAfterStop``; a tool-call or progress check with no step in progress
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 import uuid
@@ -63,6 +66,15 @@ REFUSAL_MESSAGE = (
 )
 """What the model is told of a call refused on its recovery turn (``{value}``: the copies)."""
 
+ANSWER_NUDGE = (
+    "Your last answer was cut: it kept repeating {block}. Do not write that again; continue "
+    "with what is still missing in new words, or give your final answer."
+)
+"""What the model is told after a looping answer cut on its recovery turn (``{block}``: the
+repeated text as a JSON string, at most ``NUDGE_BLOCK_CHARS`` of it)."""
+
+NUDGE_BLOCK_CHARS = 80
+
 _NEXT = " Rephrase the request or start a new run with a narrower scope."
 DEFAULT_STOP_MESSAGES: Mapping[Reason, str] = MappingProxyType(
     {
@@ -72,6 +84,10 @@ DEFAULT_STOP_MESSAGES: Mapping[Reason, str] = MappingProxyType(
             + _NEXT
         ),
         Reason.NO_PROGRESS: "The run stopped after {value} steps without progress." + _NEXT,
+        Reason.DEGENERATION: (
+            "The run stopped because the answer degenerated into a repetition loop and was cut."
+            + _NEXT
+        ),
         Reason.MAX_SECONDS: (
             "The run stopped after reaching its time limit ({limit:g} seconds)." + _NEXT
         ),
@@ -120,9 +136,14 @@ class PolicyConfig:
     - ``max_cycle_length`` = 4: longest cycle of calls watched (A,B,A,B has length 2), enough
       for read, edit, test, revert.
     - ``recovery_turn`` = False: True gives the model one recovery turn per run before a
-      repeat stop: the first call over ``max_repeat_action`` is refused (``refuse``, not run,
-      the model told why in one line, ``REFUSAL_MESSAGE``) and the run stops only if the model
-      repeats it again. Off by default, so the 4th identical call stops the run.
+      repeat stop, and one before a looping-answer stop. The first call over
+      ``max_repeat_action`` is refused (``refuse``, not run, the model told why in one line,
+      ``REFUSAL_MESSAGE``) and the run stops only if the model repeats it again. The first
+      answer that loops is cut (``refuse``: the trimmed answer stays in the history, the model
+      is told in one line what it repeated and what to do instead, ``ANSWER_NUDGE``) and the
+      run stops only if a later answer loops again; no recovery turn is given on the final
+      step (no step is left for it). Off by default, so the 4th identical call and the first
+      looping answer stop the run.
     - ``volatile_arguments`` = (): argument names left out of the repeat key at any depth (a
       progress note, a timestamp, a request id), so calls that differ only there are repeats.
     - ``no_progress_window`` = 4: steps in a row without a new progress signal that stop with
@@ -314,6 +335,8 @@ class RunPolicy:
             maxlen=config.max_cycle_length * config.max_repeat_action
         )
         self._recovery_used = False
+        self._answer_recovery_used = False
+        self._looping_answers = 0
         self._progress_seen: set[bytes] = set()
         self._steps_without_progress = 0
         self._last_progress_step: Optional[int] = None
@@ -440,6 +463,30 @@ class RunPolicy:
             step, kind, reason, Check.PROGRESS, self._steps_without_progress, window
         )
 
+    def check_looping_answer(self, block: str) -> Decision:
+        """Decides on an answer of the current step that degenerated into a repetition loop
+        (the stream guard cut it; ``block`` is the repeated text): with ``recovery_turn``, the
+        first time and with a step left, a refusal whose ``message`` nudges the model
+        (``ANSWER_NUDGE``); otherwise a stop with ``degeneration``. ``value`` counts the run's
+        looping answers against a limit of 1: an answer may not loop."""
+        if not isinstance(block, str):  # may be whitespace: a loop of blank lines
+            raise TypeError(f"block must be a str, got {type(block).__name__}")
+        step = self._current_step()
+        self._looping_answers += 1
+        step_left = step < self.config.max_steps - 1
+        if self.config.recovery_turn and step_left and not self._answer_recovery_used:
+            self._answer_recovery_used = True
+            preview = block if len(block) <= NUDGE_BLOCK_CHARS else block[:NUDGE_BLOCK_CHARS] + "…"
+            return self._decide(
+                step, DecisionKind.REFUSE, Reason.DEGENERATION, Check.LOOPING_ANSWER,
+                self._looping_answers, 1,
+                message=ANSWER_NUDGE.format(block=json.dumps(preview, ensure_ascii=False)),
+            )  # fmt: skip
+        return self._decide(
+            step, DecisionKind.STOP, Reason.DEGENERATION, Check.LOOPING_ANSWER,
+            self._looping_answers, 1,
+        )  # fmt: skip
+
     def _require_running(self) -> None:
         if self._stop is not None:
             raise CheckAfterStop(self._stop)
@@ -500,12 +547,12 @@ class RunPolicy:
         value: Number,
         limit: Optional[Number],
         key: Optional[str] = None,
+        message: Optional[str] = None,
     ) -> Decision:
-        message = None
         if kind is DecisionKind.STOP:
             assert limit is not None  # every stop is a value held against its limit
             message = self.config.stop_message(reason, value, limit)
-        elif kind is DecisionKind.REFUSE:
+        elif kind is DecisionKind.REFUSE and message is None:
             message = REFUSAL_MESSAGE.format(value=value)
         decision = Decision(
             run_id=self.run_id,

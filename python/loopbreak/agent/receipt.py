@@ -197,8 +197,9 @@ class RunEvidence:
     With ``policy``, the run id is the policy's (unless given, then they must match), each
     piece of evidence is stamped with the policy's current step, a timeout with the policy's
     last progress, the policy's stop decision is added as evidence when the receipt is built
-    (``loop_detected`` and ``no_progress`` as a stop condition; ``max_steps``, the budgets and
-    ``kill_switch`` as a limit), and the receipt carries the policy's values and usage.
+    (``loop_detected``, ``no_progress`` and ``degeneration`` as a stop condition; ``max_steps``,
+    the budgets and ``kill_switch`` as a limit), and the receipt carries the policy's values and
+    usage.
     """
 
     def __init__(self, run_id: Optional[str] = None, *, policy: Optional[RunPolicy] = None) -> None:
@@ -364,7 +365,7 @@ _LOOPING = (EvidenceKind.STOP_CONDITION, EvidenceKind.DEGENERATION)
 _BOUNDS = (EvidenceKind.LIMIT, EvidenceKind.USER_ABORT)
 _CLAIMS = (EvidenceKind.NATURAL_FINISH, EvidenceKind.DONE_TOOL)
 # The policy's stops that mean the run was going nowhere; every other stop is a bound.
-_POLICY_STOP_CONDITIONS = (Reason.LOOP_DETECTED, Reason.NO_PROGRESS)
+_POLICY_STOP_CONDITIONS = (Reason.LOOP_DETECTED, Reason.NO_PROGRESS, Reason.DEGENERATION)
 
 
 def _policy_stop(stop: Decision) -> Evidence:

@@ -9,7 +9,12 @@ stops) stays in this module and the adapters stay a mapping of hook names:
   since (``RunPolicy.after_step``), then asks for the next one (``RunPolicy.before_step``);
 - ``check_tool(name, arguments)`` before a tool runs; ``record_tool_result`` when it returns;
 - ``guard_stream(events, pieces)`` around a streamed answer, ``check_answer(answer, pieces)``
-  on a whole one: the same rules either way, and a loop ends the run;
+  on a whole one: the same rules either way. A loop ends the run, or, on a recovery turn
+  (``PolicyConfig.recovery_turn``), leaves a nudge the adapter sends the model as the next
+  message (``take_nudge()``) before its next model call; either way the answer enters the
+  history trimmed (``cut``);
+- ``tool_raised(tool, error)`` when a tool call raised: one of the framework's
+  ``tool_errors`` is a failed result, like ``record_tool_result(..., failed=True)``;
 - ``record_usage(...)`` after a model call, ``record_limit(...)`` for the framework's own
   usage limits, ``finished_naturally()`` when the model answered by itself;
 - ``failed(error)`` for an exception that ended the run, mapped to evidence with the
@@ -36,8 +41,8 @@ from loopbreak._core import Rules, trim
 from loopbreak.agent import _validate
 from loopbreak.agent.actions import Arguments
 from loopbreak.agent.audit import AuditLog
-from loopbreak.agent.decision import Decision, Number
-from loopbreak.agent.policy import PolicyConfig, RunPolicy, StepPlan
+from loopbreak.agent.decision import Decision, Number, Reason
+from loopbreak.agent.policy import DEFAULT_STOP_MESSAGES, PolicyConfig, RunPolicy, StepPlan
 from loopbreak.agent.receipt import Receipt, RunEvidence
 from loopbreak.streaming.guard import AsyncGuarded, Degeneration, Guarded, Piece
 from loopbreak.telemetry import record_run
@@ -53,10 +58,7 @@ LOCKDOWN_TOOL_ANSWER = "Tools are disabled on the final step: answer from what y
 """What a tool call on a locked-down final step gets instead of running (the step offered no
 tools; a model may call one anyway)."""
 
-DEGENERATION_MESSAGE = (
-    "Stopped by loopbreak: the answer degenerated into a repetition loop and was cut. "
-    "Rephrase the request or start a new run with a narrower scope."
-)
+DEGENERATION_MESSAGE = DEFAULT_STOP_MESSAGES[Reason.DEGENERATION]
 
 _ABORTS = (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit)
 
@@ -70,7 +72,9 @@ class FrameworkErrors:
     - ``approvals``: the run pauses for a person (checked before ``halts``: a pause may be a
       kind of halt);
     - ``timeouts``, beside the builtin ``TimeoutError`` (also as an error's ``__cause__``);
-    - ``aborts``, beside cancellation, ``KeyboardInterrupt`` and ``GeneratorExit``.
+    - ``aborts``, beside cancellation, ``KeyboardInterrupt`` and ``GeneratorExit``;
+    - ``tool_errors``: what a tool raises that the framework hands the model as the call's
+      result (the run goes on): a failed result, no progress (``AgentRun.tool_raised``).
 
     Any other error is the failure of the tool or model call in flight, when the adapter knows
     which one; otherwise no outcome (UNCERTAIN).
@@ -80,6 +84,7 @@ class FrameworkErrors:
     approvals: tuple[type[BaseException], ...] = ()
     timeouts: tuple[type[BaseException], ...] = ()
     aborts: tuple[type[BaseException], ...] = ()
+    tool_errors: tuple[type[BaseException], ...] = ()
 
 
 class Governance:
@@ -129,6 +134,8 @@ class AgentRun:
         self.evidence = RunEvidence(policy=self.policy)
         self.receipt: Optional[Receipt] = None
         self.degeneration: Optional[Degeneration] = None
+        self.cut: Optional[Degeneration] = None
+        self._nudge: Optional[str] = None
         self.messages: list[Any] = []
         self.state: Any = None
         self.error: Optional[BaseException] = None
@@ -171,6 +178,7 @@ class AgentRun:
             self._plan = StepPlan(self.policy.stop, system_prompt, "", tools_enabled=False)
             return self._plan
         self.step_model_calls = 0
+        self.cut = None
         if self._plan is not None:
             ended = self.policy.after_step(self._progress)
             self._progress = []
@@ -197,9 +205,20 @@ class AgentRun:
     def record_tool_result(self, tool: str, result: object, *, failed: bool = False) -> None:
         """A tool result of the current step, as a progress signal (one counts once per run).
         An error the tool answered with (``failed``) is no progress: a tool that keeps failing
-        leaves its steps without progress, however each error is worded."""
+        leaves its steps without progress, however each error is worded, so the same error
+        three times in a row is three steps without progress (``no_progress_window``)."""
         if not failed:
             self._progress.append(f"{tool}: {result}")
+
+    def tool_raised(self, tool: str, error: BaseException) -> bool:
+        """A tool call raised ``error``. True if it is one of the framework's ``tool_errors``
+        (the framework hands it to the model as the call's result and the run goes on): it is
+        recorded as a failed result. False for any other error, which may end the run
+        (``failed``)."""
+        if not isinstance(error, self._errors.tool_errors):
+            return False
+        self.record_tool_result(tool, error, failed=True)
+        return True
 
     def record_usage(self, model: str, input_tokens: int, output_tokens: int) -> None:
         """One model call and its token usage."""
@@ -220,14 +239,16 @@ class AgentRun:
     def stream_ended(
         self, guarded: Union[Guarded[Any], AsyncGuarded[Any]]
     ) -> Optional[Degeneration]:
-        """Records the loop a guarded stream stopped at, if it did."""
+        """Records the loop a guarded stream stopped at, if it did (see ``check_answer``)."""
         if guarded.degeneration is not None:
-            self._degenerated(guarded.degeneration)
+            self._answer_looped(guarded.degeneration)
         return guarded.degeneration
 
     def check_answer(self, answer: T, pieces: Pieces[T]) -> Optional[Degeneration]:
         """A whole (unstreamed) answer through the same guard as a stream: the loop it holds,
-        recorded (the run ends), or None."""
+        or None. A loop is the step's ``cut`` (the adapter keeps the answer trimmed) and the
+        policy's to decide: a stop ends the run (``degeneration``); a recovery turn leaves a
+        nudge for the model (``take_nudge()``)."""
         governance = self._governance
         guard = Guarded(
             iter([answer]),
@@ -239,12 +260,28 @@ class AgentRun:
         for _ in guard:
             pass
         if guard.degeneration is not None:
-            self._degenerated(guard.degeneration)
+            self._answer_looped(guard.degeneration)
         return guard.degeneration
 
     def trimmed(self, text: str) -> str:
         """``text`` with a loop cut to its first copies plus a marker (unchanged if clean)."""
         return trim(text, self._governance.keep, self._governance.rules).text
+
+    def take_nudge(self) -> Optional[str]:
+        """The one line to send the model as the next message, once, after an answer cut on
+        its recovery turn (what it repeated, what to do instead); None when there is none.
+        The adapter sends it and calls the model again, the framework's way."""
+        nudge, self._nudge = self._nudge, None
+        return nudge
+
+    def _answer_looped(self, degeneration: Degeneration) -> None:
+        self.cut = degeneration
+        if self.policy.stop is None:  # a run already stopped has nothing left to decide
+            decision = self.policy.check_looping_answer(degeneration.finding.block)
+            if decision.refused:
+                self._nudge = decision.message
+                return
+        self._degenerated(degeneration)
 
     def _degenerated(self, degeneration: Degeneration) -> None:
         self.degeneration = degeneration
@@ -259,7 +296,12 @@ class AgentRun:
         return self._outcome_recorded or self.policy.stop is not None
 
     def finished_naturally(self) -> None:
-        """The model answered by itself (not after a loopbreak stop or cut)."""
+        """The model answered by itself (not after a loopbreak stop or cut). A run that ends
+        with a nudge not sent (a framework path that cannot call the model again) ends with
+        its cut answer, as without a recovery turn."""
+        if self._nudge is not None and self.cut is not None:
+            self._nudge = None
+            self._degenerated(self.cut)
         if not self.outcome_recorded:
             self._outcome_recorded = True
             self.evidence.record_natural_finish()

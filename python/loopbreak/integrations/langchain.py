@@ -13,11 +13,14 @@ between them. The hooks, in the order a step meets them:
   and, under the lockdown, offers no tools; watches the model's stream and cuts it where it
   starts looping; checks a whole (unstreamed) answer the same way; records token usage from
   the ``AIMessage``'s ``usage_metadata``. A degenerate answer enters the graph's state trimmed
-  (its first copies plus a marker) and without its tool calls, which ends the run.
+  (its first copies plus a marker) and without its tool calls, which ends the run (on a
+  recovery turn, ``PolicyConfig.recovery_turn``, see ``after_model``).
 - ``after_model``: checks each tool call the model asked for (repeated actions, the tool-call
   budget) before any runs; a stop answers every pending call with an error ``ToolMessage``
   (as the framework's own ``ToolCallLimitMiddleware`` does) and jumps to the end; a refused
   repeat (``PolicyConfig.recovery_turn``) is answered the same way, alone, and the run goes on.
+  After an answer cut on its recovery turn it adds the nudge as a ``HumanMessage`` and jumps
+  back to the model.
 - ``wrap_tool_call``: records each result as progress; an error (or a cancellation) leaving a
   tool ends the run with a receipt.
 - ``after_agent``: builds the receipt, records a stop by the framework's own call-limit
@@ -72,6 +75,7 @@ from langchain_core.messages import (
     AIMessageChunk,
     AnyMessage,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -221,11 +225,14 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
     ) -> Optional[dict[str, Any]]:
         return self.before_model(state, runtime)
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end", "model"])
     def after_model(self, state: LoopbreakState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         run = _run_of(state)
         if run is None or run.degeneration is not None or not run.step_model_calls:
             return None  # a degenerate answer carries no tool calls: the run ends
+        nudge = run.take_nudge()
+        if nudge is not None:  # the answer was cut on its recovery turn: ask again
+            return {"messages": [HumanMessage(content=nudge)], "jump_to": "model"}
         message = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
         if message is None:
             return None
@@ -241,7 +248,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
                 refused.append(_not_run(call, decision))
         return {"messages": refused} if refused else None
 
-    @hook_config(can_jump_to=["end"])
+    @hook_config(can_jump_to=["end", "model"])
     async def aafter_model(
         self, state: LoopbreakState, runtime: Runtime[Any]
     ) -> Optional[dict[str, Any]]:

@@ -23,8 +23,15 @@
   each whole (unstreamed) answer, its reasoning and its tool-call arguments are checked before
   the SDK reads the response: a loop is replaced by its trimmed text (the run ends with it as
   the final output, and no cut tool call runs).
+- On a recovery turn for an answer (``PolicyConfig.recovery_turn``), the cut answer ends that
+  SDK run and the runner starts the next the SDK's way: ``Runner.run`` again with the history
+  (``to_input_list()``) plus the nudge as a user message, under the same ``AgentRun``, with
+  the steps left as ``max_turns``. The result returned (``LoopbreakStream.result``) is the last
+  SDK run's, whose ``to_input_list()`` holds the whole history.
 - ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result as
-  progress.
+  progress, except the SDK's default answer for a tool that raised
+  (``default_tool_error_function``), a failed result; the message of a tool's own
+  ``failure_error_function`` is an ordinary result.
 - ``run_streamed(...).stream_events()`` guards the streamed answer, reasoning and each tool
   call's arguments: on a loop it stops, cancels the run (``RunResultStreaming.cancel()``) so
   the model stops, and the trimmed answer is appended to the history the run leaves
@@ -36,7 +43,8 @@ Every run gets a receipt, however it ended (``last_run.receipt``, ``on_receipt``
 Not covered: the tools of agents reached by a handoff and hosted tools (no input guardrails in
 the SDK), the whole answers of a handoff agent given a model object of its own, and a
 ``Session``, which keeps what the SDK saved (a cut streamed answer is not in
-it).
+it; the next SDK run of a recovery turn is given the whole history, so a ``Session``,
+``previous_response_id`` or ``conversation_id`` gets the earlier items again).
 """
 
 from __future__ import annotations
@@ -72,6 +80,7 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailTripwireTriggered,
     ToolsToFinalOutputResult,
+    default_tool_error_function,
 )
 from agents.agent import AgentBase
 from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
@@ -109,6 +118,9 @@ from loopbreak.streaming.guard import CONTENT, REASONING, Piece
 __all__ = ["AgentRunStopped", "LoopbreakRunner", "LoopbreakStream"]
 
 GUARDRAIL_NAME = "loopbreak"
+
+_TOOL_ERROR_ANSWER = default_tool_error_function(RunContextWrapper(None), RuntimeError())
+"""What the SDK answers for a function tool that raised, by default: one fixed text."""
 
 
 class AgentRunStopped(LoopbreakError, AgentsException):
@@ -164,6 +176,10 @@ class LoopbreakRunner:
         run = self._start(agent, kwargs)
         try:
             result = await Runner.run(run.agent, input, **run.runner_kwargs())
+            while (nudge := run.governed.take_nudge()) is not None:
+                # The answer was cut on its recovery turn: the next SDK run asks again.
+                history = [*result.to_input_list(), _user(nudge)]
+                result = await Runner.run(run.agent, history, **run.runner_kwargs())
         except BaseException as error:
             run.ended_with(error)
             raise
@@ -191,26 +207,34 @@ class LoopbreakStream:
 
     async def stream_events(self) -> AsyncGenerator[StreamEvent, None]:
         """The SDK's events, unchanged, up to the first delta in which the answer loops;
-        there the run is cancelled and the stream ends. Close it (``aclose()``) when you stop
-        reading early: that cancels the run too."""
+        there the run is cancelled and the stream ends (on a recovery turn, the events of the
+        next SDK run follow). Close it (``aclose()``) when you stop reading early: that
+        cancels the run too."""
         governed = self._run.governed
-        offsets = _AnswerOffsets()
-        guarded = governed.guard_stream(_RunEvents(self.result), offsets.pieces)
-        try:
-            async for event in guarded:
-                yield event
-        except BaseException as error:  # GeneratorExit too: the consumer stopped reading
-            self._run.ended_with(error)
-            raise
-        finally:
-            await guarded.aclose()  # cancels the run unless it completed
-        messages = self._run.history(self.result)
-        degeneration = governed.stream_ended(guarded)
-        if degeneration is not None:
-            # The SDK keeps nothing of an answer cancelled mid-stream: add the trimmed one.
-            answer = governed.trimmed(guarded.text[offsets.answer_start :])
-            if answer:  # empty when the loop was in a tool call's arguments
-                messages.append({"role": "assistant", "content": answer})
+        while True:
+            offsets = _AnswerOffsets()
+            guarded = governed.guard_stream(_RunEvents(self.result), offsets.pieces)
+            try:
+                async for event in guarded:
+                    yield event
+            except BaseException as error:  # GeneratorExit too: the consumer stopped reading
+                self._run.ended_with(error)
+                raise
+            finally:
+                await guarded.aclose()  # cancels the run unless it completed
+            messages = self._run.history(self.result)
+            degeneration = governed.stream_ended(guarded)
+            if degeneration is not None:
+                # The SDK keeps nothing of an answer cancelled mid-stream: add the trimmed one.
+                answer = governed.trimmed(guarded.text[offsets.answer_start :])
+                if answer:  # empty when the loop was in a tool call's arguments
+                    messages.append({"role": "assistant", "content": answer})
+            nudge = governed.take_nudge()
+            if nudge is None:
+                break
+            # The answer was cut on its recovery turn: the next SDK run asks again.
+            history = [*messages, _user(nudge)]
+            self.result = Runner.run_streamed(self._run.agent, history, **self._run.runner_kwargs())
         governed.finished_naturally()
         governed.messages = messages
         governed.finish()
@@ -280,6 +304,10 @@ def _response_pieces(response: ModelResponse) -> Iterator[Piece]:
             yield Piece(f"output[{index}].arguments", item.arguments, item.name)
 
 
+def _user(text: str) -> TResponseInputItem:
+    return {"role": "user", "content": text}
+
+
 def _answer(text: str) -> ResponseOutputItem:
     return ResponseOutputMessage(
         id="loopbreak",
@@ -338,8 +366,15 @@ class _Run:
             "run_config": checked,
             "error_handlers": error_handlers,
             "hooks": _Hooks(self),
-            "max_turns": self.governed.policy.config.max_steps,
+            "max_turns": self._steps_left(),
         }
+
+    def _steps_left(self) -> int:
+        """The SDK's turn cap of the next SDK run: the policy's steps not yet started (a run
+        continued after a recovery turn has used some)."""
+        policy = self.governed.policy
+        started = 0 if policy.step is None else policy.step + 1
+        return policy.config.max_steps - started
 
     def _governed_tool(self, tool: Tool) -> Tool:
         if not isinstance(tool, FunctionTool):
@@ -441,7 +476,8 @@ class _Run:
 
     def tool_ended(self, tool: Tool, result: object) -> None:
         self._tool_in_flight = None
-        self.governed.record_tool_result(tool.name, result)
+        failed = result == _TOOL_ERROR_ANSWER  # the SDK answered a raised error for the tool
+        self.governed.record_tool_result(tool.name, result, failed=failed)
 
     def ended_with(self, error: BaseException) -> None:
         """Records how an exception ended the run, keeps its items, builds the receipt."""

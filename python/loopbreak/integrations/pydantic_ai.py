@@ -14,12 +14,16 @@ capability hooks of pydantic-ai:
 - ``before_tool_execute``: the repeated-action and tool-call checks, before the tool runs; a
   stopped call (or, with ``PolicyConfig.recovery_turn``, a refused repeat) is answered with the
   decision's message instead (``SkipToolExecution``); after a stop the next request ends the
-  run. ``after_tool_execute`` reports each result as progress.
+  run. ``after_tool_execute`` reports each result as progress; ``wrap_tool_execute`` reports
+  a ``ModelRetry`` or ``ToolFailed`` the tool raised (the model sees it as the call's result)
+  as a failed result, which is no progress.
 - ``wrap_run_event_stream``: the model's streamed text and tool-call arguments go through a
   stream guard; on a loop the guard stops pulling, which closes the model's stream, and
   ``after_model_request`` puts the trimmed text in the response the history keeps (its cut
   tool calls are dropped, so the run ends with that text). ``after_model_request`` also
-  records the token usage.
+  records the token usage. On a recovery turn (``PolicyConfig.recovery_turn``)
+  ``after_node_run`` turns the end that text would bring into a next request carrying the
+  nudge as a ``UserPromptPart``.
 - ``wrap_run``: the receipt, however the run ended. pydantic-ai's own ``UsageLimits`` stay in
   charge of what they count: their ``UsageLimitExceeded`` is recorded as a limit (a bounded
   stop), with the run's messages kept on the run (pydantic-ai#931).
@@ -28,7 +32,7 @@ Overriding ``wrap_run_event_stream`` makes ``agent.run()`` stream its model requ
 model must support streaming (every provider model does; a ``FunctionModel`` needs a
 ``stream_function``). ``agent.run()``, ``agent.iter()`` and ``agent.run_stream_events()`` keep
 the trimmed text in the history; ``agent.run_stream()`` cuts the stream too but commits the text
-read up to the cut as it was.
+read up to the cut as it was, and ends the run there (no recovery turn for an answer).
 """
 
 from __future__ import annotations
@@ -46,28 +50,37 @@ from decimal import Decimal
 from typing import Any, Optional
 
 from pydantic_ai import (
+    CallToolsNode,
+    ModelRequestNode,
     ModelResponse,
+    ModelRetry,
     RunContext,
     SkipModelRequest,
     SkipToolExecution,
     TextPart,
     ToolCallPart,
+    ToolFailed,
 )
 from pydantic_ai.capabilities import AbstractCapability, WrapRunHandler
+from pydantic_ai.capabilities.abstract import AgentNode, NodeResult, WrapToolExecuteHandler
 from pydantic_ai.exceptions import (
     ModelRequestTimeout,
     ModelTimeoutError,
     RunCancelled,
+    ToolFailedError,
+    ToolRetryError,
     UsageLimitExceeded,
 )
 from pydantic_ai.messages import (
     AgentStreamEvent,
     ModelMessage,
+    ModelRequest,
     PartDeltaEvent,
     PartStartEvent,
     SystemPromptPart,
     TextPartDelta,
     ToolCallPartDelta,
+    UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.run import AgentRunResult
@@ -102,7 +115,12 @@ _USAGE_OF_LIMIT = {
 }
 
 
-ERRORS = FrameworkErrors(timeouts=(ModelRequestTimeout, ModelTimeoutError), aborts=(RunCancelled,))
+ERRORS = FrameworkErrors(
+    timeouts=(ModelRequestTimeout, ModelTimeoutError),
+    aborts=(RunCancelled,),
+    # A tool's ModelRetry and ToolFailed, and the forms pydantic-ai carries them in to the model.
+    tool_errors=(ModelRetry, ToolFailed, ToolRetryError, ToolFailedError),
+)
 
 
 class LoopbreakCapability(AbstractCapability[Any]):
@@ -212,10 +230,21 @@ class LoopbreakCapability(AbstractCapability[Any]):
         run = self._governed()
         model = response.model_name or request_context.model.model_name
         run.record_usage(model, response.usage.input_tokens, response.usage.output_tokens)
-        if run.degeneration is None:
+        if run.cut is None:
             return response
         # The stream was cut: keep the trimmed text, drop the tool calls it may have begun.
-        return replace(response, parts=[TextPart(run.degeneration.persist_text)])
+        return replace(response, parts=[TextPart(run.cut.persist_text)])
+
+    async def after_node_run(
+        self, ctx: RunContext[Any], *, node: AgentNode[Any], result: NodeResult[Any]
+    ) -> NodeResult[Any]:
+        if not isinstance(node, CallToolsNode):
+            return result
+        nudge = self._governed().take_nudge()
+        if nudge is None:
+            return result
+        # The answer was cut on its recovery turn: instead of ending with it, ask again.
+        return ModelRequestNode(ModelRequest(parts=[UserPromptPart(nudge)]))
 
     async def wrap_run_event_stream(
         self, ctx: RunContext[Any], *, stream: AsyncIterable[AgentStreamEvent]
@@ -246,6 +275,21 @@ class LoopbreakCapability(AbstractCapability[Any]):
         if decision.stopped or decision.refused:
             raise SkipToolExecution(decision.message or "")
         return args
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: WrapToolExecuteHandler,
+    ) -> Any:
+        try:
+            return await handler(args)
+        except Exception as error:
+            self._governed().tool_raised(call.tool_name, error)
+            raise
 
     async def after_tool_execute(
         self,
