@@ -4,27 +4,15 @@ judge found. Every false positive and every loop found while tuning is a case he
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 import loopbreak
 from support import benign
+from support.shared_corpus import CORPUS, needs_corpus
 
 # ../shared/corpus beside the repository (or beside the folder of worktrees it is in).
-CORPUS = next(
-    (
-        folder / "shared" / "corpus"
-        for folder in Path(__file__).resolve().parents
-        if (folder / "shared" / "corpus").is_dir()
-    ),
-    Path("/nonexistent"),
-)
 STDLIB = benign.STDLIB
-
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason="../shared/corpus is not beside the repo"
-)
 
 
 @pytest.fixture(scope="module")

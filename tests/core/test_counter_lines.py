@@ -6,24 +6,12 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 
 import loopbreak
 from support.oracle import required_counter_lines
-
-CORPUS = next(
-    (
-        folder / "shared" / "corpus"
-        for folder in Path(__file__).resolve().parents
-        if (folder / "shared" / "corpus").is_dir()
-    ),
-    Path("/nonexistent"),
-)
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason="../shared/corpus is not beside the repo"
-)
+from support.shared_corpus import CORPUS, needs_corpus
 
 
 def numbered(line: str, first: int, last: int) -> str:
@@ -249,7 +237,7 @@ def test_counting_loops_models_write_are_found(line: str, needed: int) -> None:
     assert required_counter_lines(loopbreak.Rules(), line.format(n=100)) == needed
     # Streamed, the guard stops it at the same line.
     detector = loopbreak.Detector()
-    stopped = next(f for i in range(0, len(text), 7) if (f := detector.feed(text[i : i + 7])))
+    stopped = next(hit for i in range(0, len(text), 7) if (hit := detector.feed(text[i : i + 7])))
     assert stopped.detected_at == f.detected_at
 
 

@@ -12,20 +12,13 @@ import pytest
 
 import loopbreak
 from support import model_labels
+from support.shared_corpus import DEVELOPMENT_SET
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 OUTPUTS = [
     json.loads(line)
     for line in (DATA / "gemma3_270m_outputs.jsonl").read_text(encoding="utf-8").splitlines()
 ]
-DEVELOPMENT_SET = next(
-    (
-        folder / "shared" / "corpus" / "model" / "outputs.jsonl"
-        for folder in Path(__file__).resolve().parents
-        if (folder / "shared" / "corpus" / "model" / "outputs.jsonl").is_file()
-    ),
-    Path("/nonexistent"),
-)
 
 # Loops the default rules do not find yet, and clean outputs they flag, by id, with why. Each is
 # reported to the lead; the set is exact, so a change either way fails the test.

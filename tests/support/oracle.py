@@ -452,9 +452,6 @@ def counts_on(prev: str, line: str) -> bool:
     return has_letter or all(step == 1 or f for step, f in zip(steps, fraction))
 
 
-CODE_MARKS = "_()[]{}<>=;\"'`"
-
-
 def required_counter_lines(rules: loopbreak.Rules, line: str) -> int:
     """Counter lines a streak of ``line``'s template needs; the template's length counts each
     digit run as one unit and leaves out the indentation. A template of words (no mark of code,

@@ -19,17 +19,10 @@ from pathlib import Path
 
 import loopbreak
 
+from .shared_corpus import DEVELOPMENT_SET
+
 TESTS = Path(__file__).resolve().parent.parent
-# ../shared/corpus beside the repository (or beside the folder of worktrees it is in).
-CORPUS = next(
-    (
-        folder / "shared" / "corpus"
-        for folder in TESTS.parents
-        if (folder / "shared" / "corpus").is_dir()
-    ),
-    Path("/nonexistent"),
-)
-OUTPUT_FILES = (CORPUS / "model" / "outputs.jsonl", TESTS / "data" / "gemma3_270m_outputs.jsonl")
+OUTPUT_FILES = (DEVELOPMENT_SET, TESTS / "data" / "gemma3_270m_outputs.jsonl")
 
 PREFIX = "Sure, here it is:\n"
 FLOOR_UNITS = 1024
