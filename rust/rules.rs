@@ -265,8 +265,8 @@ pub const TOKEN_RULES: Rules = Rules {
         // Three copies of a 119-token block occur in test_email's data; a fourth never does.
         long_min_repeats: 4,
         // The floor of a short block (under 7 tokens: 20 copies are fewer than 128): SmolLM2's
-        // table-border loop (`|   `, 2 tokens a copy) and its 4-unit loop (d25) are stopped by
-        // token 129 and 172 of a 400-token answer, as the former preset (45 copies) did; the
+        // table-border loop (`|   `, 2 tokens a copy) and its 2-token loop in d25 are stopped at
+        // token 129 and 172 of a 400-token answer (the former preset, 45 copies: 91 and 134); the
         // strongest benign short block is 26 copies of 4 tokens (104 tokens in test_email.py,
         // load 0.81). Longer blocks are decided by their copies (20 of 7 tokens: 140).
         min_span: 128,
