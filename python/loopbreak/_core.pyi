@@ -149,12 +149,14 @@ class Rules:
     @staticmethod
     def for_tokens() -> Rules:
         """The preset for token ids (``TokenDetector``, ``TokenStreams``, the engine
-        integrations): loops are shorter in tokens than in code points, and an id says nothing
-        about the script or punctuation it stands for, so words and code share one threshold
-        (blocks whose ids classify as whitespace-heavy table rows also need 288 tokens). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``): 45 copies of a
-        block, or ~1,050 tokens for blocks longer than 23 (at least 4 copies), 288 copies of one
-        id; ``max_long_period`` 1536 tokens (13 KiB per stream for ids below 65,536). The benign
-        standard library, tokenized (9.4 M tokens), reaches at most 0.75 of a threshold."""
+        integrations), held to the token floor: a block of words or markup repeated is found by
+        max(20 copies, 256 tokens), and every block by 4,096 tokens or four copies of a longer
+        one. An id says nothing about the text it stands for, so every class shares one
+        threshold: 20 copies or 320 tokens (at least 4 copies), and 128 tokens in any case (240
+        for one id repeated); ``max_long_period`` 1536 tokens (13 KiB per stream for ids below
+        65,536). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``, docs/tuning.md):
+        every line and piece of real model answers is found in time, every SmolLM2 loop, no
+        clean output."""
     @property
     def max_period(self) -> int: ...
     @property

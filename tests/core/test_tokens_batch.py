@@ -122,14 +122,15 @@ def test_token_input_errors(tokens: object, error: type[Exception], message: str
 
 def test_token_buffers_of_other_integer_types() -> None:
     ids = [7, 8, 9] * 300
-    expected = loopbreak.TokenDetector().feed(ids)
+    rules = loopbreak.Rules.for_tokens()
+    expected = loopbreak.TokenDetector(rules).feed(ids)
     assert expected is not None
     for tokens in (
         array.array("H", ids),
         np.array(ids, dtype=np.int32),
         np.array(ids, dtype=np.uint64),
     ):
-        assert loopbreak.TokenDetector().feed(tokens) == expected
+        assert loopbreak.TokenDetector(rules).feed(tokens) == expected
 
 
 @settings(max_examples=50, deadline=None)
@@ -176,9 +177,10 @@ def test_scan_many_errors() -> None:
 def test_findings_are_hashable_values() -> None:
     text_findings = {loopbreak.scan("ab" * 100)[0], loopbreak.scan("ab" * 100)[0]}
     assert len(text_findings) == 1
-    token_finding = loopbreak.TokenDetector().feed([1, 2, 3] * 200)
+    rules = loopbreak.Rules.for_tokens()
+    token_finding = loopbreak.TokenDetector(rules).feed([1, 2, 3] * 200)
     assert token_finding is not None and hash(token_finding) == hash(
-        loopbreak.TokenDetector().feed([1, 2, 3] * 200)
+        loopbreak.TokenDetector(rules).feed([1, 2, 3] * 200)
     )
 
 

