@@ -82,3 +82,31 @@ def test_a_file_that_is_not_utf8_is_noted_and_shown_in_one_style(tmp_path: Path)
     cleaned = (tmp_path / "cleaned" / "latin1.txt").read_bytes()
     assert cleaned.startswith(b"caf\xe9: d\xe9j\xe0 vu.")  # the bytes kept as they were
     assert b'removed 1774 units: " d\\udce9j\\udce0 vu." repeated 198 more times' in cleaned
+
+
+@pytest.mark.parametrize("stdin", [False, True], ids=["file", "stdin"])
+def test_json_lines_that_are_not_utf8_are_noted_once_and_shown_in_one_style(
+    tmp_path: Path, stdin: bool
+) -> None:
+    line = json.dumps({"text": "caf\u00e9: " + "d\u00e9j\u00e0 vu. " * 200})
+    data = line.encode("ascii").replace(b"\\u00e9", b"\xe9").replace(b"\\u00e0", b"\xe0")
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(data + b"\n" + data + b"\n")
+    source = ["-", "--format", "jsonl"] if stdin else [path.name]
+    with path.open("rb") as lines:
+        done = subprocess.run(
+            [sys.executable, "-m", "loopbreak.cli", "scan", *source, "--field", "text"],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            stdin=lines if stdin else subprocess.DEVNULL,
+        )
+    name = "-" if stdin else path.name
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"loopbreak scan: {name}: not valid UTF-8 (line 1, byte 13): each undecodable byte"
+        " shows as \\udcXX and is kept as it was"
+    ]
+    for number in (1, 2):
+        finding = f"{name} line {number} field text: periodic_run: ' d\\udce9j\\udce0 vu.' x200"
+        assert finding in done.stdout

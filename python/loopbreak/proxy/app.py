@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from loopbreak.proxy.config import ProxyConfig
 from loopbreak.proxy.formats import GUARDED_PATHS, Endpoint, Path, loop_member, replace_source
@@ -70,26 +70,38 @@ def _headers(headers: Iterable[tuple[str, str]], drop: frozenset[str]) -> dict[s
 
 
 class _ClosingStream(StreamingResponse):
-    """A StreamingResponse that runs ``on_close`` however the response ends: finished, failed,
-    or the client gone (Starlette then leaves the body iterator suspended; closing it here
-    closes the upstream at once)."""
+    """A StreamingResponse that closes the upstream as soon as the client is gone, and runs
+    ``on_close`` however the response ends: finished, failed, or the client gone.
+
+    Starlette notices a client leaving and cancels the response's task, but with a few hundred
+    streams open that cancellation can take seconds to arrive (the upstream model keeps
+    generating meanwhile); ``on_disconnect`` closes the upstream from the task that saw the
+    client leave, and the relay then ends on its own."""
 
     def __init__(
         self,
         content: AsyncIterator[Any],
         status_code: int,
         headers: dict[str, str],
+        on_disconnect: Callable[[], Awaitable[None]],
         on_close: Callable[[], Awaitable[None]],
         span: Optional[RequestSpan] = None,
     ) -> None:
         super().__init__(content, status_code=status_code, headers=headers)
+        self._on_disconnect = on_disconnect
         self._on_close = on_close
         self._span = span
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def receive_or_close() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                await self._on_disconnect()
+            return message
+
         try:
             with self._span.current() if self._span else contextlib.nullcontext():
-                await super().__call__(scope, receive, send)
+                await super().__call__(scope, receive_or_close, send)
         finally:
             await self._on_close()
 
@@ -199,7 +211,9 @@ class Proxy:
             self.metrics.upstream_error("status")
         self.metrics.request(endpoint, str(upstream.status_code))
         headers = _headers(upstream.headers.multi_items(), _HOP_BY_HOP - {"content-length"})
-        return _ClosingStream(upstream.aiter_raw(), upstream.status_code, headers, upstream.aclose)
+        return _ClosingStream(
+            upstream.aiter_raw(), upstream.status_code, headers, upstream.aclose, upstream.aclose
+        )
 
     def _guard_stream(
         self, path: str, endpoint: Endpoint, upstream: httpx.Response, span: RequestSpan
@@ -220,7 +234,7 @@ class Proxy:
             self._record(path, guarded, span, ends.finish_reasons, ends.error)
 
         headers = _headers(upstream.headers.multi_items(), _HOP_BY_HOP | _REWRITTEN)
-        return _ClosingStream(events, 200, headers, close, span)
+        return _ClosingStream(events, 200, headers, guarded.aclose, close, span)
 
     async def _guard_whole(
         self, path: str, endpoint: Endpoint, upstream: httpx.Response, span: RequestSpan

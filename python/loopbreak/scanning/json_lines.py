@@ -73,6 +73,7 @@ def scan(
     reached = False
     line_number = 1
     done_bytes = 0
+    noted_utf8 = False
     with ExitStack() as stack:
         stream: IO[bytes] = (
             sys.stdin.buffer
@@ -87,6 +88,10 @@ def scan(
             chunk = read.data if wants_bytes else b""
             errors = [(line, f"{where} is {kind}, not text") for line, where, kind in read.not_text]
             found = [_Found(*row) for row in read.found]
+            if not noted_utf8 and (undecodable := _not_utf8(chunk, read.unread)) is not None:
+                line, byte = undecodable
+                report.not_utf8(path, f"line {line_number + line}, byte {byte}")
+                noted_utf8 = True
             documents, rows, reached_here = _read_with_json(
                 chunk, read.unread, field, rules, errors, found
             )
@@ -140,6 +145,19 @@ def _descriptor(stream: IO[bytes]) -> Union[int, IO[bytes]]:
         return stream.fileno()
     except (AttributeError, OSError):  # io.UnsupportedOperation is an OSError
         return stream
+
+
+def _not_utf8(chunk: bytes, unread: list[tuple[int, int, int]]) -> Optional[tuple[int, int]]:
+    """The first line (from 0 in the chunk) that is not valid UTF-8, and its first undecodable
+    byte (from 0 in the line). A value on the path holding invalid UTF-8 leaves its line to
+    ``json``, so only those lines are decoded again here; bytes outside the values read are
+    copied as they are, never shown, and not noted."""
+    for line, start, end in unread:
+        try:
+            chunk[start:end].decode("utf-8")
+        except UnicodeDecodeError as error:
+            return line, error.start
+    return None
 
 
 def _read_with_json(

@@ -86,6 +86,15 @@ class Report:
         """Something worth knowing about a file that was scanned all the same."""
         self.progress.print(f"loopbreak scan: {path}: {message}", sys.stderr)
 
+    def not_utf8(self, path: str, where: str) -> None:
+        """Notes that a file is not valid UTF-8 (``where``: its first undecodable byte); said
+        once a file, in the style findings and cleaned copies show those bytes in."""
+        self.note(
+            path,
+            f"not valid UTF-8 ({where}): each undecodable byte shows as \\udcXX"
+            " and is kept as it was",
+        )
+
     def file_done(self, path: str, scanned: bool) -> None:
         """Counts the file if it was scanned (with or without row errors)."""
         self.files += scanned

@@ -20,11 +20,7 @@ def scan(source: Source, rules: Rules, report: Report, advance: Callable[[float]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
-        report.note(
-            str(source.path),
-            f"not valid UTF-8 (byte {error.start}): each undecodable byte shows as \\udcXX"
-            " and is kept as it was",
-        )
+        report.not_utf8(str(source.path), f"byte {error.start}")
         text = data.decode("utf-8", errors="surrogateescape")
     found = scan_batch([text], rules)
     report.scanned(1)
