@@ -3,12 +3,14 @@ stream's wall time, through the proxy over the same upstream direct, in one run.
 
     python benches/proxy_overhead.py               # 40 streams each way
     python benches/proxy_overhead.py --streams 10  # fewer
+    python benches/proxy_overhead.py --upstream http://127.0.0.1:8080  # a real model server
 
 The upstream (tests/support/proxy_upstream.py, in its own process) streams a real clean answer of
 SmolLM2 (340 token-sized deltas, 1,878 chars) with 2 ms between deltas, like a fast local model;
 the proxy is the real command (``loopbreak proxy``) in a third process; the client reads raw SSE
 lines with httpx. Direct and proxied streams take turns, so noise on a shared machine hits both
-alike; the figures are medians.
+alike; the figures are medians. With ``--upstream``, a model server already running (llama-cpp-python's
+server on SmolLM2, say) is the upstream instead, asked for a greedy answer of 64 tokens.
 """
 
 from __future__ import annotations
@@ -63,11 +65,23 @@ def _server(command: list[str], url: str) -> Iterator[str]:
         process.wait(timeout=30)
 
 
-def _stream(client: httpx.Client, base: str) -> tuple[float, float, float]:
+RECORDED_REQUEST: dict[str, object] = {
+    "model": MODEL,
+    "messages": [{"role": "user", "content": "hi"}],
+}
+MODEL_REQUEST: dict[str, object] = {
+    "model": "any",
+    "messages": [{"role": "user", "content": "Write a short poem about the sea."}],
+    "max_tokens": 64,
+    "temperature": 0,
+}
+
+
+def _stream(client: httpx.Client, base: str, body: dict[str, object]) -> tuple[float, float, float]:
     """Time to the first content chunk, the mean time per chunk after it, the wall time. (The
     mean, not each gap: a proxy's writes can coalesce into one read, which makes single gaps
     near zero and says nothing of the delay.)"""
-    request = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    request = {**body, "stream": True}
     start = time.perf_counter()
     arrivals = []
     with client.stream("POST", f"{base}/v1/chat/completions", json=request) as response:
@@ -82,27 +96,33 @@ def _stream(client: httpx.Client, base: str) -> tuple[float, float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=40, help="streams each way")
-    streams = parser.parse_args().streams
+    parser.add_argument(
+        "--upstream", help="a model server already running, instead of the recording"
+    )
+    args = parser.parse_args()
+    streams = args.streams
     upstream_port, proxy_port = _free_port(), _free_port()
     upstream_code = UPSTREAM.format(tests=str(ROOT / "tests"), port=upstream_port)
-    upstream = f"http://127.0.0.1:{upstream_port}"
+    upstream = args.upstream.rstrip("/") if args.upstream else f"http://127.0.0.1:{upstream_port}"
+    body = MODEL_REQUEST if args.upstream else RECORDED_REQUEST
     proxy_command = [
         sys.executable, "-m", "loopbreak.cli", "proxy",
         "--upstream", upstream, "--port", str(proxy_port),
     ]  # fmt: skip
     proxy = f"http://127.0.0.1:{proxy_port}"
     with ExitStack() as servers:
-        servers.enter_context(
-            _server([sys.executable, "-c", upstream_code], f"{upstream}/v1/models")
-        )
+        if not args.upstream:
+            servers.enter_context(
+                _server([sys.executable, "-c", upstream_code], f"{upstream}/v1/models")
+            )
         servers.enter_context(_server(proxy_command, f"{proxy}/metrics"))
         client = servers.enter_context(httpx.Client(timeout=60))
         results: dict[str, list[tuple[float, float, float]]] = {upstream: [], proxy: []}
         for base in (upstream, proxy):  # warm-up: connections, imports, first-call caches
-            _stream(client, base)
+            _stream(client, base, body)
         for _ in range(streams):
             for base in (upstream, proxy):
-                results[base].append(_stream(client, base))
+                results[base].append(_stream(client, base, body))
     figures = {}
     for base, runs in results.items():
         figures[base] = (
