@@ -131,6 +131,22 @@ def check_database(db: object) -> Database:
     return db
 
 
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Puts the file in WAL mode. Switching a file that is not in WAL mode yet fails at once, with
+    no busy wait, while another connection writes to it (``database is locked``): two processes
+    opening a new store together, a test reading a store a server has just created. So the switch
+    is retried for as long as the busy timeout; in WAL mode already, it takes no lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 class Database:
     """A loopbreak database: a path to open, or a ``sqlite3.Connection`` to adopt.
 
@@ -150,7 +166,7 @@ class Database:
                 target, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
             )
             self._owned = True
-            self.connection.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self.connection)
             # NORMAL is durable across a process crash in WAL mode (only an OS crash can lose the
             # last commits), and saves an fsync per commit.
             self.connection.execute("PRAGMA synchronous=NORMAL")

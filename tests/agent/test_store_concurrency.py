@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -101,3 +102,25 @@ def test_eight_processes_write_one_database_without_losing_a_row(tmp_path: Path)
     assert all(seqs == list(range(len(seqs))) for seqs in by_run.values())
     assert len(by_run) == len(receipts)
     assert set(statuses) == {"ok", "degenerate"}
+
+
+def test_a_new_store_opened_while_another_connection_writes_to_it_waits(tmp_path: Path) -> None:
+    # The file is not in WAL mode yet and another connection holds a write transaction (a server
+    # that has just created its store and saves its first row): switching to WAL then fails at
+    # once, with no busy wait, unless the switch is retried.
+    path = tmp_path / "new.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("CREATE TABLE first_rows (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO first_rows VALUES (1)")
+    opened: list[Database] = []
+    opening = threading.Thread(target=lambda: opened.append(Database(path)))
+    opening.start()
+    time.sleep(0.3)
+    writer.execute("COMMIT")
+    opening.join(timeout=20)
+    writer.close()
+    [db] = opened
+    assert db.connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    assert db.connection.execute("SELECT x FROM first_rows").fetchall() == [(1,)]
+    db.close()
