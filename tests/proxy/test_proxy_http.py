@@ -4,8 +4,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import struct
+import threading
 from typing import Any
 
 import httpx
@@ -215,6 +218,76 @@ def test_an_upstream_that_is_down_is_a_502() -> None:
     assert raised.value.status_code == 502
     assert "loopbreak proxy: the upstream" in raised.value.message
     assert 'loopbreak_proxy_upstream_errors_total{kind="connect"} 1.0' in metrics
+
+
+class _UpstreamClosingIdleConnections:
+    """A raw HTTP/1.1 upstream that answers the first request of each connection and resets
+    the connection on the next one: what a server's keep-alive timeout does to a pooled
+    connection when it fires as the request is written."""
+
+    ANSWER = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
+    }
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.connections = 0
+        self.requests = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):  # the listener is closed at the end of the test
+            while True:
+                connection, _ = self.listener.accept()
+                self.connections += 1
+                threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        with connection, connection.makefile("rb") as incoming:
+            for answered in (False, True):
+                headers = [line for line in iter(incoming.readline, b"\r\n") if line]
+                if not headers:
+                    return
+                length = next(
+                    (
+                        int(h.split(b":")[1])
+                        for h in headers
+                        if h.lower().startswith(b"content-length")
+                    ),
+                    0,
+                )
+                incoming.read(length)
+                self.requests += 1
+                if answered:  # the second request: reset, with no answer
+                    connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    return
+                body = json.dumps(self.ANSWER).encode()
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+
+
+def test_a_request_on_a_connection_the_upstream_closed_is_sent_again() -> None:
+    upstream = _UpstreamClosingIdleConnections()
+    with upstream.listener, proxy_in_front_of(upstream.url) as proxy_url:
+        answers = [
+            client(proxy_url).chat.completions.create(model="m", messages=MESSAGES)
+            for _ in range(2)
+        ]
+    assert [answer.choices[0].message.content for answer in answers] == ["hi", "hi"]
+    # The second request met the reset connection, then went out again on a new one.
+    assert (upstream.requests, upstream.connections) == (3, 2)
 
 
 def test_an_upstream_that_times_out_is_a_504(make_proxy: ProxyFactory) -> None:

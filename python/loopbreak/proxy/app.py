@@ -106,6 +106,10 @@ class _ClosingStream(StreamingResponse):
             await self._on_close()
 
 
+_STALE_CONNECTION = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
+"""How a request fails on a connection the upstream closed: reset, or closed with no answer."""
+
+
 class Proxy:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
@@ -190,7 +194,15 @@ class Proxy:
             headers=_headers(request.headers.items(), _HOP_BY_HOP),
             content=body,
         )
-        return await self.client.send(upstream_request, stream=True)
+        try:
+            return await self.client.send(upstream_request, stream=True)
+        except _STALE_CONNECTION:
+            # A pooled connection that the upstream closes for being idle (every server has a
+            # keep-alive timeout; uvicorn's is 5 s, as long as httpx keeps one) can be closed as
+            # the request is written to it, and the request fails before any byte of an answer.
+            # It is sent once more; the pool has dropped the dead connection. A second failure
+            # is the upstream's own, and a 502.
+            return await self.client.send(upstream_request, stream=True)
 
     def _upstream_failed(self, endpoint: str, kind: str, error: Exception) -> Response:
         self.metrics.upstream_error(kind)
