@@ -291,7 +291,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     db_path = directory / "loopbreak.db"
     logging.basicConfig(level=logging.WARNING, format="  log: %(levelname)s %(message)s")
 
-    db = Database(db_path)  # the stream guard's runs table ...
+    db = Database(db_path)  # the stream guard's turns table ...
     audit = AuditLog(  # ... and the audit log, in the same database
         [SqliteSink(db), JsonLinesSink(directory / "audit.jsonl"), LoggingSink()]
     )
@@ -311,13 +311,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     audit.close()
 
     print(f"\nstored in {db_path}:")
-    for table in ("runs", "audit_events", "receipts"):
+    for table in ("turns", "audit_events", "receipts"):
         (count,) = db.connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()
         print(f"  {table}: {count} rows")
-    longest = db.connection.execute("SELECT MAX(LENGTH(text)) FROM runs").fetchone()[0]
+    longest = db.connection.execute("SELECT MAX(LENGTH(text)) FROM turns").fetchone()[0]
     print(f"  longest saved model text: {longest} chars (the loop was trimmed)")
     for text, message in db.connection.execute(
-        "SELECT text, stop_message FROM runs WHERE stop_message IS NOT NULL"
+        "SELECT text, stop_message FROM turns WHERE stop_message IS NOT NULL"
     ):
         print(f"  a turn the policy stopped: {text!r}, then for the user: {message!r}")
     print(f"audit log also in {directory / 'audit.jsonl'}")

@@ -140,8 +140,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"\n\nstatus: {guarded.status}\nreason: {guarded.reason}")
     print(f"the server sent {api.sent} of {api.total} events before the client closed the stream")
     connection = Database(args.db)
-    run = persist.load_run(connection, persist.save_result(connection, guarded))
-    print(f"saved, {len(run.text)} chars for the {len(guarded.text)} read:\n{run.text}")
+    turn = persist.load_turn(connection, persist.save_result(connection, guarded))
+    print(f"saved, {len(turn.text)} chars for the {len(guarded.text)} read:\n{turn.text}")
     connection.close()
     server.should_exit = True
     return 0 if guarded.status == "degenerate" else 1

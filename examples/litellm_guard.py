@@ -48,8 +48,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     print(f"\n\nstatus: {guarded.status}\nreason: {guarded.reason}")
     connection = Database(args.db)
-    run = persist.load_run(connection, persist.save_result(connection, guarded))
-    print(f"saved, {len(run.text)} chars for the {len(guarded.text)} read:\n{run.text}")
+    turn = persist.load_turn(connection, persist.save_result(connection, guarded))
+    print(f"saved, {len(turn.text)} chars for the {len(guarded.text)} read:\n{turn.text}")
     connection.close()
     return 0 if guarded.status == "degenerate" else 1
 

@@ -115,8 +115,8 @@ def test_the_readme_examples_print_what_they_say(
     assert "[loopbreak: removed 4970 units" in printed
     assert "degenerate Output degeneration detected in content" in printed
     assert "STUCK loop_detected" in printed  # the scripted agent repeated its call
-    with sqlite3.connect(in_tmp / "runs.db") as runs:
-        assert runs.execute("SELECT status FROM runs").fetchall() == [("degenerate",)]
+    with sqlite3.connect(in_tmp / "runs.db") as store:
+        assert store.execute("SELECT status FROM turns").fetchall() == [("degenerate",)]
 
 
 def scan_fixtures(directory: Path) -> None:

@@ -7,7 +7,8 @@
     ├── PolicyMisuse (RuntimeError)     a RunPolicy was asked to check a step it cannot
     │   ├── CheckAfterStop              ... after it stopped the run
     │   └── StepNotStarted              ... before ``before_step``, or after ``after_step``
-    ├── RunNotFound (LookupError)       a stored run that is not there
+    ├── RunNotFound (LookupError)       an agent run the store has no receipt of
+    │   └── TurnNotFound                a saved model turn that is not there
     ├── StoreError                      a database loopbreak cannot use
     ├── ScanError                       ``loopbreak scan`` could not scan a file or a value
     └── MissingExtra (ModuleNotFoundError)  an optional library is not installed
@@ -99,7 +100,14 @@ class StepNotStarted(PolicyMisuse):
 
 
 class RunNotFound(LoopbreakError, LookupError):
-    """No stored run has the id asked for."""
+    """No agent run in the store has the id asked for (``loopbreak runs show RUN``)."""
+
+
+class TurnNotFound(RunNotFound):
+    """No saved model turn has the id asked for (``loopbreak.streaming.persist.load_turn``).
+
+    A ``RunNotFound`` only because ``load_turn`` was ``load_run`` and raised that: code written
+    then, ``except RunNotFound``, keeps catching it."""
 
 
 class StoreError(LoopbreakError):

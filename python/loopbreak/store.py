@@ -4,15 +4,17 @@ format of every row.
 ``Database(path)`` opens (or creates) a database file and ``Database(connection)`` adopts a
 ``sqlite3.Connection`` the caller already holds (the one their own tables live in); every saver in
 the package takes a ``Database``: ``save_result(db, guarded)``, ``save_receipt(db, receipt)``,
-``SqliteSink(db)``. Opening creates each table below that does not exist yet and stamps the schema
-version in ``PRAGMA user_version``; a database stamped by a newer loopbreak raises ``StoreError``.
+``SqliteSink(db)``. Opening creates each table below that does not exist yet, gives a table an
+older loopbreak named otherwise its name (``runs`` of model turns is now ``turns``), and stamps
+the schema version in ``PRAGMA user_version``; a database stamped by a newer loopbreak raises
+``StoreError``.
 
 A path is opened for several processes writing at once, as worker pools do: WAL journal (readers
 never block the writer, and a commit is one append) and a busy timeout, so a writer waits for the
 lock instead of raising ``database is locked``. An adopted connection keeps the journal mode and
 timeout its owner chose: the file is theirs.
 
-``insert`` commits its row at once (a saved run, a receipt, a stop decision). ``queue`` is for rows
+``insert`` commits its row at once (a saved turn, a receipt, a stop decision). ``queue`` is for rows
 that come many a second and need not be on disk the moment they are made (allow and warn audit
 decisions): they wait in memory and are written in one transaction with the next ``insert``, once
 ``BATCH_ROWS`` rows wait or ``BATCH_SECONDS`` have passed since the first (checked at each
@@ -47,8 +49,9 @@ from typing import Any, Optional, Union
 from loopbreak._text import escape_surrogates
 from loopbreak.errors import StoreError
 
-SCHEMA_VERSION = 1
-"""Stamped in ``PRAGMA user_version``; raised whenever a table changes shape."""
+SCHEMA_VERSION = 2
+"""Stamped in ``PRAGMA user_version``; raised whenever a table changes shape or name. Version 2
+renamed the table of saved model turns from ``runs`` to ``turns`` (see ``_OLD_NAMES``)."""
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another process's transaction before SQLite gives up. Commits
@@ -67,8 +70,8 @@ _Queue = list[_Statement]
 
 TABLES = {
     # A model turn saved by the stream guard (loopbreak.streaming.persist).
-    "runs": """
-        CREATE TABLE IF NOT EXISTS runs (
+    "turns": """
+        CREATE TABLE IF NOT EXISTS turns (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             status TEXT NOT NULL,     -- ok, degenerate, cancelled, error (loopbreak.streaming.guard.Status)
             error TEXT,               -- the stop reason; NULL when status is ok
@@ -106,6 +109,11 @@ TABLES = {
             created_at TEXT NOT NULL
         )""",
 }
+
+_OLD_NAMES = {"turns": "runs"}
+"""The tables a file of schema version 1 (or an unstamped one) has under another name: ``runs``
+held model turns, while every other "run" in loopbreak is a whole agent run. Opening such a file
+for writing renames them; opening it read-only reads them under their old name."""
 
 
 def _columns(schema: str) -> set[str]:
@@ -196,13 +204,19 @@ class Database:
                 f"({SCHEMA_VERSION}): upgrade loopbreak to write to it"
             )
         with connection:
+            if version < SCHEMA_VERSION:
+                if not connection.in_transaction:
+                    # One writer from here to the stamp: of two processes opening an old file at
+                    # once, one renames its tables and the other then finds them renamed.
+                    connection.execute("BEGIN IMMEDIATE")
+                _rename_old_tables(connection)
             for schema in TABLES.values():
                 connection.execute(schema)
             if version < SCHEMA_VERSION:
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         # An adopted database may hold a table of the caller's under one of these names: writing
         # loopbreak's rows into it would fail later, or worse, not fail.
-        _check_tables(connection, "use another database file")
+        _check_tables(connection, "use another database file", SCHEMA_VERSION)
 
     def insert(self, table: str, row: Mapping[str, Any]) -> int:
         """Inserts ``row`` (column name -> value) into ``table`` and commits, together with the
@@ -282,7 +296,7 @@ def open_read_only(path: Union[str, os.PathLike[str]]) -> sqlite3.Connection:
                 f"the database has schema version {version}, newer than this loopbreak's "
                 f"({SCHEMA_VERSION}): upgrade loopbreak to read it"
             )
-        _check_tables(connection, "is it a loopbreak database?")
+        _check_tables(connection, "is it a loopbreak database?", version)
     except sqlite3.DatabaseError as error:  # not SQLite at all
         connection.close()
         raise StoreError(f"cannot read {os.fspath(path)!r} as SQLite: {error}") from None
@@ -292,16 +306,35 @@ def open_read_only(path: Union[str, os.PathLike[str]]) -> sqlite3.Connection:
     return connection
 
 
-def _check_tables(connection: sqlite3.Connection, advice: str) -> None:
-    """Raises ``StoreError`` if a table of ``TABLES`` is missing or lacks one of its columns."""
+def _table_columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    """The column names of ``table``; none if there is no such table."""
+    return {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+
+
+def _rename_old_tables(connection: sqlite3.Connection) -> None:
+    """Gives each table of ``_OLD_NAMES`` its name in ``TABLES``. A table under the old name
+    that lacks one of loopbreak's columns is the caller's own, and is left alone."""
+    for table, old in _OLD_NAMES.items():
+        have = _table_columns(connection, old)
+        if have and _columns(TABLES[table]) <= have and not _table_columns(connection, table):
+            connection.execute(f"ALTER TABLE {old} RENAME TO {table}")
+
+
+def _check_tables(connection: sqlite3.Connection, advice: str, version: int) -> None:
+    """Raises ``StoreError`` if a table of ``TABLES`` is missing or lacks one of its columns, in
+    a file of schema ``version``: one older than ``SCHEMA_VERSION`` may have a table under its
+    old name (opened read-only, nothing renamed it)."""
     for table, schema in TABLES.items():
-        have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        name = table
+        if version < SCHEMA_VERSION and not _table_columns(connection, table):
+            name = _OLD_NAMES.get(table, table)
+        have = _table_columns(connection, name)
         missing = _columns(schema) - have
         if not have:
             raise StoreError(f"the database has no table {table!r}: {advice}")
         if missing:
             raise StoreError(
-                f"the database has a table {table!r} that is not loopbreak's "
+                f"the database has a table {name!r} that is not loopbreak's "
                 f"(it lacks {', '.join(sorted(missing))}): {advice}"
             )
 

@@ -204,8 +204,8 @@ def test_queued_decisions_are_committed_after_batch_seconds(tmp_path: Path) -> N
         assert [seq for _, seq, _ in committed(path)] == [0, 1]
 
 
-def test_saving_a_run_commits_the_decisions_queued_before_it(tmp_path: Path) -> None:
-    """A saved run (or receipt) is committed at once, with the decisions queued before it."""
+def test_saving_a_turn_commits_the_decisions_queued_before_it(tmp_path: Path) -> None:
+    """A saved turn (or receipt) is committed at once, with the decisions queued before it."""
     path = tmp_path / "loopbreak.db"
     with Database(path) as db:
         audit = AuditLog([SqliteSink(db)])
@@ -213,10 +213,10 @@ def test_saving_a_run_commits_the_decisions_queued_before_it(tmp_path: Path) -> 
         policy.before_step("prompt")
         guarded = guard(iter(["a clean answer"]))
         assert list(guarded) == ["a clean answer"]
-        run_id = save_result(db, guarded)
+        turn_id = save_result(db, guarded)
         assert [seq for _, seq, _ in committed(path)] == [0]
         with sqlite3.connect(path) as connection:
-            assert connection.execute("SELECT id FROM runs").fetchall() == [(run_id,)]
+            assert connection.execute("SELECT id FROM turns").fetchall() == [(turn_id,)]
 
 
 def test_a_database_dropped_without_close_commits_its_queue(tmp_path: Path) -> None:

@@ -42,13 +42,13 @@ def test_the_example_ends_each_run_in_its_state(
         ]
         next_actions = connection.execute("SELECT receipt FROM receipts ORDER BY id").fetchall()
         (degenerate_text,) = connection.execute(
-            "SELECT text FROM runs WHERE status = 'degenerate'"
+            "SELECT text FROM turns WHERE status = 'degenerate'"
         ).fetchone()
         stops = connection.execute(
             "SELECT run_id, reason, message FROM audit_events WHERE decision = 'stop' ORDER BY id"
         ).fetchall()
         stopped_turns = connection.execute(
-            "SELECT text, stop_message FROM runs WHERE stop_message IS NOT NULL"
+            "SELECT text, stop_message FROM turns WHERE stop_message IS NOT NULL"
         ).fetchall()
     # The 204,182-char loop was never saved: only its first copies and a marker.
     assert "loadTools." in degenerate_text and len(degenerate_text) < 300

@@ -155,10 +155,27 @@ def test_a_missing_or_foreign_database_is_not_created_or_changed(tmp_path: Path)
     before = foreign.read_bytes()
     done = loopbreak("runs", "--db", str(foreign))
     assert done.returncode == 2
-    assert "the database has no table 'runs': is it a loopbreak database?" in done.stderr
+    assert "the database has no table 'turns': is it a loopbreak database?" in done.stderr
     assert foreign.read_bytes() == before
     done = loopbreak("runs", "--db", str(ROOT / "README.md"))
     assert done.returncode == 2 and "cannot read" in done.stderr
+
+
+def test_a_store_of_the_old_schema_is_listed_and_left_as_it_is(db: Path, tmp_path: Path) -> None:
+    # Before schema version 2 the table of saved turns was `runs`; looking never migrates it.
+    old = tmp_path / "old.db"
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as source, sqlite3.connect(old) as copy:
+        source.backup(copy)
+        copy.execute("ALTER TABLE turns RENAME TO runs")
+        copy.execute("PRAGMA user_version = 1")
+    source.close()
+    copy.close()
+    before = old.read_bytes()
+    for args in (["--json"], ["show", "repeats", "--json"]):
+        listed = loopbreak("runs", "--db", str(old), *args)
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout == loopbreak("runs", "--db", str(db), *args).stdout
+    assert old.read_bytes() == before
 
 
 def terminal_screen(command: list[str], columns: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""One SQLite store, many writers: 8 processes write saved runs, audit decisions and receipts to
+"""One SQLite store, many writers: 8 processes write saved turns, audit decisions and receipts to
 one database at once for a few seconds. No row may be lost and no writer may see ``database is
 locked`` (the WAL journal, the busy timeout and the batched audit commits of loopbreak.store)."""
 
@@ -23,7 +23,7 @@ WRITERS = 8
 SECONDS = 3.0
 # Each writer stops after this many runs even if time is left: the test stays bounded in rows.
 MAX_RUNS = 400
-# A clean answer and a looping one, taking turns: saved runs of both kinds.
+# A clean answer and a looping one, in alternation: saved turns of both kinds.
 CLEAN = ["The answer ", "is in the ", "second file.\n"]
 LOOPING = ["Checking: "] + ["loadTools. "] * 60
 
@@ -86,11 +86,11 @@ def test_eight_processes_write_one_database_without_losing_a_row(tmp_path: Path)
     runs = {writer: count for writer, count, _, _ in done}
     assert all(count > 0 for count in runs.values())
     with sqlite3.connect(path) as connection:
-        stored_runs = connection.execute("SELECT count(*) FROM runs").fetchone()[0]
+        stored_turns = connection.execute("SELECT count(*) FROM turns").fetchone()[0]
         receipts = connection.execute("SELECT run_id FROM receipts").fetchall()
         events = connection.execute("SELECT run_id, seq FROM audit_events ORDER BY id").fetchall()
-        statuses = dict(connection.execute("SELECT status, count(*) FROM runs GROUP BY status"))
-    assert stored_runs == sum(runs.values())
+        statuses = dict(connection.execute("SELECT status, count(*) FROM turns GROUP BY status"))
+    assert stored_turns == sum(runs.values())  # one saved turn a run
     assert sorted(run_id for (run_id,) in receipts) == sorted(
         f"w{writer}-r{run}" for writer, count in runs.items() for run in range(count)
     )

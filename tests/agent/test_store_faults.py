@@ -59,13 +59,13 @@ def test_a_row_sqlite_refuses_is_escaped_and_the_rest_of_its_batch_written(
     path = tmp_path / "loopbreak.db"
     row = {"status": "ok", "error": None, "finding": None, "stop_message": None}
     with Database(path) as db:
-        db.queue("runs", {**row, "text": "before", "created_at": "t"})
-        db.queue("runs", {**row, "text": "half \ud83d of it", "created_at": "t"})
-        db.queue("runs", {**row, "text": "after", "created_at": "t"})
+        db.queue("turns", {**row, "text": "before", "created_at": "t"})
+        db.queue("turns", {**row, "text": "half \ud83d of it", "created_at": "t"})
+        db.queue("turns", {**row, "text": "after", "created_at": "t"})
         db.flush()
-        db.insert("runs", {**row, "text": "later", "created_at": "t"})
+        db.insert("turns", {**row, "text": "later", "created_at": "t"})
     with sqlite3.connect(path) as connection:
-        texts = [text for (text,) in connection.execute("SELECT text FROM runs ORDER BY id")]
+        texts = [text for (text,) in connection.execute("SELECT text FROM turns ORDER BY id")]
     connection.close()
     assert texts == ["before", "half \\ud83d of it", "after", "later"]
 
@@ -74,7 +74,7 @@ def test_writes_after_close_raise(tmp_path: Path) -> None:
     db = Database(tmp_path / "loopbreak.db")
     db.close()
     row = {"status": "ok", "text": "x", "created_at": "t"}
-    for write in (lambda: db.queue("runs", row), lambda: db.insert("runs", row), db.flush):
+    for write in (lambda: db.queue("turns", row), lambda: db.insert("turns", row), db.flush):
         with pytest.raises(StoreError, match="the database is closed"):
             write()
     db.close()  # closing twice is harmless

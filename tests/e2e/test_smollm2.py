@@ -24,7 +24,7 @@ from openai import OpenAI
 from loopbreak import trim
 from loopbreak.integrations.openai import guard_chat
 from loopbreak.store import Database
-from loopbreak.streaming.persist import load_run, save_result
+from loopbreak.streaming.persist import load_turn, save_result
 
 from .conftest import ModelServer
 
@@ -142,7 +142,7 @@ def test_real_model(
     streamed = "".join(c.choices[0].delta.content or "" for c in guarded_chunks if c.choices)
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, guarded))
+    turn = load_turn(connection, save_result(connection, guarded))
     connection.close()
 
     RESULTS[prompt.id] = {
@@ -165,10 +165,10 @@ def test_real_model(
         # llama-cpp-python stops generating when it sees the client go (and logs it).
         assert wait_for_disconnects(model_server, disconnects + 1) == disconnects + 1
         assert len(streamed) < len(unguarded) // 2
-        assert run.status == "degenerate" and run.text == trim(guarded.text).text
-        assert "[loopbreak: removed" in run.text and len(run.text) < len(unguarded) // 2
+        assert turn.status == "degenerate" and turn.text == trim(guarded.text).text
+        assert "[loopbreak: removed" in turn.text and len(turn.text) < len(unguarded) // 2
     else:
         assert finish_reason == "stop"
         assert guarded.status == "ok", guarded.reason
         assert streamed == guarded.text == unguarded
-        assert (run.status, run.text) == ("ok", unguarded)
+        assert (turn.status, turn.text) == ("ok", unguarded)

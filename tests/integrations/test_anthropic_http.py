@@ -23,7 +23,7 @@ from loopbreak import DegenerationDetected, scan, trim
 from loopbreak.integrations.anthropic import aguard_messages, guard_messages
 from loopbreak.store import Database
 from loopbreak.streaming.demo import token_deltas
-from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from loopbreak.streaming.persist import NO_TEXT_MARKER, load_turn, save_result
 from support.anthropic_server import routes
 from support.oracle import first_held
 from support.recorded import RECORDED
@@ -109,12 +109,13 @@ def test_looping_text_stream_is_stopped_and_saved_trimmed(server: Server, tmp_pa
     assert log.disconnected_early and log.sent < log.total
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, error))
-    assert run.status == "degenerate" and run.error == error.reason
-    assert run.error.startswith("Output degeneration detected in content:")
-    assert run.text == trim(error.text).text
+    turn = load_turn(connection, save_result(connection, error))
+    assert turn.status == "degenerate" and turn.error == error.reason
+    assert turn.error.startswith("Output degeneration detected in content:")
+    assert turn.text == trim(error.text).text
     assert (
-        run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+        turn.text.startswith(recording.text[: expected.start])
+        and "[loopbreak: removed" in turn.text
     )
     client.close()
 
@@ -149,9 +150,9 @@ def test_looping_thinking_is_stopped_with_reasoning_as_the_source(
     assert server.finished_stream(model).disconnected_early
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, guarded))
-    assert (run.status, run.text) == ("degenerate", NO_TEXT_MARKER)
-    assert run.finding is not None and run.finding["source"] == "reasoning"
+    turn = load_turn(connection, save_result(connection, guarded))
+    assert (turn.status, turn.text) == ("degenerate", NO_TEXT_MARKER)
+    assert turn.finding is not None and turn.finding["source"] == "reasoning"
     client.close()
 
 
@@ -172,8 +173,8 @@ def test_clean_thinking_and_answer_pass_unchanged(server: Server, tmp_path: Path
     assert server.finished_stream(model).completed
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, guarded))
-    assert (run.status, run.error, run.text, run.finding) == ("ok", None, answer.text, None)
+    turn = load_turn(connection, save_result(connection, guarded))
+    assert (turn.status, turn.error, turn.text, turn.finding) == ("ok", None, answer.text, None)
     client.close()
 
 

@@ -12,7 +12,7 @@ import pytest
 from loopbreak import scan
 from loopbreak.store import Database
 from loopbreak.streaming.demo import load_recording
-from loopbreak.streaming.persist import load_run
+from loopbreak.streaming.persist import load_turn
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -38,9 +38,11 @@ def test_example_stops_the_loop_and_saves_it_trimmed(
     assert "status: degenerate" in out
     assert "reason: Output degeneration detected in content: " in out
     connection = Database(db)
-    run = load_run(connection, 1)
+    turn = load_turn(connection, 1)
     connection.close()
-    assert run.status == "degenerate" and run.finding is not None
-    assert run.finding["start"] == expected.start and run.finding["rule"] == expected.rule
-    assert run.error is not None and run.error.startswith("Output degeneration detected in content")
-    assert run.text.startswith(recording[: expected.start]) and "[loopbreak: removed" in run.text
+    assert turn.status == "degenerate" and turn.finding is not None
+    assert turn.finding["start"] == expected.start and turn.finding["rule"] == expected.rule
+    assert turn.error is not None and turn.error.startswith(
+        "Output degeneration detected in content"
+    )
+    assert turn.text.startswith(recording[: expected.start]) and "[loopbreak: removed" in turn.text

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from loopbreak import DegenerationDetected, scan, trim
 from loopbreak.integrations.litellm import aguard_completion, guard_completion
 from loopbreak.store import Database
-from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from loopbreak.streaming.persist import NO_TEXT_MARKER, load_turn, save_result
 from support.oracle import first_held
 from support.recorded import RECORDED
 from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, routes, serve
@@ -60,9 +60,9 @@ def test_looping_mock_stream_is_stopped_and_saved_trimmed(tmp_path: Path) -> Non
     assert next(stream, None) is None
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, error))
-    assert run.status == "degenerate" and run.error == error.reason
-    assert run.text == trim(error.text).text and "[loopbreak: removed" in run.text
+    turn = load_turn(connection, save_result(connection, error))
+    assert turn.status == "degenerate" and turn.error == error.reason
+    assert turn.text == trim(error.text).text and "[loopbreak: removed" in turn.text
 
 
 def test_clean_mock_stream_passes_unchanged(tmp_path: Path) -> None:
@@ -72,8 +72,8 @@ def test_clean_mock_stream_passes_unchanged(tmp_path: Path) -> None:
     assert guarded.status == "ok" and guarded.finding is None and guarded.text == recording.text
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, guarded))
-    assert (run.status, run.error, run.text, run.finding) == ("ok", None, recording.text, None)
+    turn = load_turn(connection, save_result(connection, guarded))
+    assert (turn.status, turn.error, turn.text, turn.finding) == ("ok", None, recording.text, None)
 
 
 def test_closing_the_guard_early_closes_the_litellm_stream() -> None:
@@ -157,9 +157,9 @@ def test_looping_reasoning_through_litellm_is_stopped(
     assert log.ended.wait(timeout=30) and not log.completed
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, error))
-    assert run.text == NO_TEXT_MARKER and run.finding is not None
-    assert run.finding["source"] == "reasoning"
+    turn = load_turn(connection, save_result(connection, error))
+    assert turn.text == NO_TEXT_MARKER and turn.finding is not None
+    assert turn.finding["source"] == "reasoning"
 
 
 def test_clean_reasoning_through_litellm_stays_out_of_the_answer(

@@ -30,7 +30,7 @@ from loopbreak.integrations.openai import aguard_chat, aguard_responses, guard_c
 from loopbreak.integrations.starlette import sse_response
 from loopbreak.store import Database
 from loopbreak.streaming.guard import AsyncGuarded
-from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from loopbreak.streaming.persist import NO_TEXT_MARKER, load_turn, save_result
 from support.oracle import first_held
 from support.recorded import RECORDED
 from support.recorded_server import Recordings, StreamLog, routes, serve, tool_arguments
@@ -122,12 +122,13 @@ def test_looping_chat_stream_is_stopped_and_saved_trimmed(server: Server, tmp_pa
     assert log.disconnected_early and log.sent < log.total
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, error))
-    assert run.status == "degenerate" and run.error == error.reason
-    assert run.error.startswith("Output degeneration detected")
-    assert run.text == trim(error.text).text
+    turn = load_turn(connection, save_result(connection, error))
+    assert turn.status == "degenerate" and turn.error == error.reason
+    assert turn.error.startswith("Output degeneration detected")
+    assert turn.text == trim(error.text).text
     assert (
-        run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+        turn.text.startswith(recording.text[: expected.start])
+        and "[loopbreak: removed" in turn.text
     )
     client.close()
 
@@ -143,8 +144,8 @@ def test_clean_chat_stream_is_saved_unchanged(server: Server, tmp_path: Path) ->
     assert server.finished_stream(model).completed
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, guarded))
-    assert (run.status, run.error, run.text, run.finding) == ("ok", None, recording.text, None)
+    turn = load_turn(connection, save_result(connection, guarded))
+    assert (turn.status, turn.error, turn.text, turn.finding) == ("ok", None, recording.text, None)
     client.close()
 
 
@@ -187,10 +188,10 @@ def test_looping_tool_call_arguments_are_stopped(server: Server, tmp_path: Path)
     assert server.finished_stream(model).disconnected_early
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, error))
-    assert run.text == NO_TEXT_MARKER  # the turn wrote no answer text, only the looping call
-    assert run.finding is not None and run.finding["source"] == "tool_calls[0].arguments"
-    assert run.finding["units_removed"] > 0
+    turn = load_turn(connection, save_result(connection, error))
+    assert turn.text == NO_TEXT_MARKER  # the turn wrote no answer text, only the looping call
+    assert turn.finding is not None and turn.finding["source"] == "tool_calls[0].arguments"
+    assert turn.finding["units_removed"] > 0
     client.close()
 
 
@@ -282,11 +283,12 @@ def test_relay_ends_a_looping_stream_with_a_stop_event(server: Server) -> None:
     assert server.finished_stream(model).disconnected_early
 
     connection = Database(server.relay_db)
-    run = load_run(connection, server.relay_saved.get(timeout=30))
+    turn = load_turn(connection, server.relay_saved.get(timeout=30))
     connection.close()
-    assert (run.status, run.error) == ("degenerate", stop["reason"])
+    assert (turn.status, turn.error) == ("degenerate", stop["reason"])
     assert (
-        run.text.startswith(recording.text[: expected.start]) and "[loopbreak: removed" in run.text
+        turn.text.startswith(recording.text[: expected.start])
+        and "[loopbreak: removed" in turn.text
     )
 
 
@@ -301,9 +303,9 @@ def test_relay_passes_a_clean_stream_and_says_it_completed(server: Server) -> No
     )
 
     connection = Database(server.relay_db)
-    run = load_run(connection, server.relay_saved.get(timeout=30))
+    turn = load_turn(connection, server.relay_saved.get(timeout=30))
     connection.close()
-    assert (run.status, run.text) == ("ok", recording.text)
+    assert (turn.status, turn.text) == ("ok", recording.text)
 
 
 def test_browser_disconnect_closes_the_model_stream(server: Server) -> None:

@@ -23,7 +23,7 @@ from loopbreak import DegenerationDetected, scan, trim
 from loopbreak.integrations.openai import aguard_responses, guard_chat, guard_responses
 from loopbreak.store import Database
 from loopbreak.streaming.demo import token_deltas
-from loopbreak.streaming.persist import NO_TEXT_MARKER, load_run, save_result
+from loopbreak.streaming.persist import NO_TEXT_MARKER, load_turn, save_result
 from support.oracle import first_held
 from support.recorded import RECORDED
 from support.recorded_server import ANSWER_AFTER_REASONING, Recordings, StreamLog, routes, serve
@@ -94,11 +94,11 @@ def test_looping_reasoning_content_is_stopped_and_the_answer_is_untouched(
     assert log.disconnected_early and log.sent < log.total
 
     connection = Database(tmp_path / "runs.db")
-    run = load_run(connection, save_result(connection, error))
-    assert (run.status, run.text) == ("degenerate", NO_TEXT_MARKER)
-    assert run.error == error.reason
-    assert run.finding is not None and run.finding["source"] == "reasoning"
-    assert run.finding["units_removed"] == sum(r.units for r in trim(read).removals) > 0
+    turn = load_turn(connection, save_result(connection, error))
+    assert (turn.status, turn.text) == ("degenerate", NO_TEXT_MARKER)
+    assert turn.error == error.reason
+    assert turn.finding is not None and turn.finding["source"] == "reasoning"
+    assert turn.finding["units_removed"] == sum(r.units for r in trim(read).removals) > 0
     client.close()
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from loopbreak import DEFAULT_KEEP, scan, trim
 from loopbreak.store import Database
-from loopbreak.streaming.persist import load_run
+from loopbreak.streaming.persist import load_turn
 from loopbreak.telemetry import REPETITION
 from support import proxy_upstream
 from support.recorded import RECORDED
@@ -356,8 +356,8 @@ def test_db_saves_each_guarded_request(make_proxy: ProxyFactory, tmp_path: Any) 
         openai_client.chat.completions.create(model=f"content:{CLEAN}", messages=MESSAGES)
         openai_client.models.list()  # not guarded: not saved
     with Database(str(path)) as db:
-        stopped, clean = load_run(db, 1), load_run(db, 2)
-        assert db.connection.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+        stopped, clean = load_turn(db, 1), load_turn(db, 2)
+        assert db.connection.execute("SELECT count(*) FROM turns").fetchone()[0] == 2
     assert stopped.status == "degenerate" and stopped.finding is not None
     assert stopped.text == trim(stopped.text).text and len(stopped.text) < len(RECORDED[LOOP].text)
     assert (clean.status, clean.text, clean.error) == ("ok", RECORDED[CLEAN].text, None)

@@ -22,7 +22,8 @@ stops) stays in this module and the adapters stay a mapping of hook names:
 - ``finish()`` once, however the run ended: the receipt, handed to ``on_receipt``.
 
 "Run" here is one agent run (many model calls and tool calls), as in ``RunPolicy``; one model
-answer saved by ``loopbreak.streaming.persist`` is a different thing.
+answer is a turn, as ``loopbreak.streaming.persist`` saves it (``save_turn``, the ``turns``
+table).
 
 After a stop the run is over: ``check_tool`` keeps answering with the stop decision instead of
 asking the policy again, so a framework that runs several tool calls of one step still gets an

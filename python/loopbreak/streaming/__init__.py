@@ -3,8 +3,8 @@
 - ``loopbreak.streaming.guard``: ``guard`` / ``aguard`` and the ``Guarded`` / ``AsyncGuarded``
   objects they return, ``Piece`` (how adapters tell the guard where the text is) and
   ``Degeneration`` (what a guard stopped on). The essentials are also at the top level.
-- ``loopbreak.streaming.persist``: ``save_result`` / ``load_run``, one row per model turn in the
-  store's ``runs`` table (imported separately: it loads sqlite3).
+- ``loopbreak.streaming.persist``: ``save_result`` / ``load_turn``, one row per model turn in the
+  store's ``turns`` table (imported separately: it loads sqlite3).
 - ``loopbreak.streaming.demo``: ``loopbreak demo``, a real loop replayed through the guard.
 """
 

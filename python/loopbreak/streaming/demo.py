@@ -4,7 +4,7 @@ The shipped output (``data/demo_output.json``) is what SmolLM2-135M-Instruct wro
 decoding, for a home-automation agent prompt: a few sentences, then one sentence over and over
 until the 1500-token limit. The demo streams it like a live model (token-sized deltas, about
 40 a second; ``--fast`` skips the waiting), lets ``loopbreak.guard`` stop it, and saves the
-trimmed text and the stop reason to an SQLite ``runs`` table.
+trimmed text and the stop reason to an SQLite ``turns`` table.
 """
 
 from __future__ import annotations
@@ -109,9 +109,9 @@ def run(db: str, fast: bool) -> int:
     )
 
     with database:
-        run_id = persist.save_result(database, guarded)
-        stored = persist.load_run(database, run_id)
-    out.write(f"\nStored run {stored.id} in {os.path.abspath(db)} (table runs):\n")
+        turn_id = persist.save_result(database, guarded)
+        stored = persist.load_turn(database, turn_id)
+    out.write(f"\nStored turn {stored.id} in {os.path.abspath(db)} (table turns):\n")
     out.write(f"  status:     {stored.status}\n")
     out.write(f"  error:      {stored.error}\n")
     out.write(f"  finding:    {json.dumps(stored.finding, ensure_ascii=False)}\n")
@@ -130,13 +130,13 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=(
             "Replays a real model output that loops (SmolLM2-135M, greedy decoding) as a live "
             "stream, lets the stream guard stop it, and saves the trimmed text and the stop "
-            "reason to an SQLite runs table."
+            "reason to an SQLite turns table."
         ),
     )
     parser.add_argument("--fast", action="store_true", help="stream without waiting between tokens")
     parser.add_argument(
         "--db",
         default=DEFAULT_DB,
-        help=f"SQLite database to store the run in (default: {DEFAULT_DB})",
+        help=f"SQLite database to store the turn in (default: {DEFAULT_DB})",
     )
     parser.set_defaults(handler=lambda args: run(args.db, args.fast))

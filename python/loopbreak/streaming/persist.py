@@ -1,4 +1,4 @@
-"""Saving what a guarded stream produced: one row per model turn in the store's ``runs`` table.
+"""Saving what a guarded stream produced: one row per model turn in the store's ``turns`` table.
 
 A row holds the text to keep (``persist_text``: a loop is cut to its first copies plus a
 marker, so it is never replayed to the model or shown at full length), the status, the
@@ -6,16 +6,22 @@ stop reason and the finding as JSON. When the agent's run policy stopped the run
 ``stop_message`` keeps the stop's one line for people (``Decision.message``): the app shows it
 under the turn's text, and it is never part of the text replayed to the model. Every saver takes
 a ``loopbreak.store.Database``.
+
+A turn is one model answer; a run (``RunPolicy``, receipts, ``loopbreak runs``) is a whole agent
+run of many turns. ``Run``, ``save_run`` and ``load_run``, this module's names for a turn before
+that, are deprecated aliases of ``Turn``, ``save_turn`` and ``load_turn``: they still work, with a
+``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
-from loopbreak.errors import DegenerationDetected, RunNotFound
+from loopbreak.errors import DegenerationDetected, TurnNotFound
 from loopbreak.store import Database, check_database, utc_now
 from loopbreak.streaming.guard import AsyncGuarded, Guarded
 
@@ -27,8 +33,8 @@ nothing."""
 
 
 @dataclass(frozen=True)
-class Run:
-    """One row of the ``runs`` table."""
+class Turn:
+    """One row of the ``turns`` table: a saved model turn."""
 
     id: int
     status: str
@@ -39,7 +45,7 @@ class Run:
     created_at: str
 
 
-def save_run(
+def save_turn(
     db: Database,
     *,
     status: str,
@@ -49,7 +55,7 @@ def save_run(
     empty_text: str = NO_TEXT_MARKER,
     stop_message: Optional[str] = None,
 ) -> int:
-    """Inserts one run and returns its id. ``text`` is stored as given (pass the trimmed
+    """Inserts one turn and returns its id. ``text`` is stored as given (pass the trimmed
     text), or ``empty_text`` when it has no visible character."""
     check_database(db)
     for name, value in (("status", status), ("text", text), ("empty_text", empty_text)):
@@ -60,7 +66,7 @@ def save_run(
     if stop_message is not None and not isinstance(stop_message, str):
         raise TypeError(f"stop_message must be a str or None, not {type(stop_message).__name__}")
     return db.insert(
-        "runs",
+        "turns",
         {
             "status": status,
             "error": error,
@@ -83,11 +89,11 @@ def save_result(
 
     Takes the guard (after the stream ended, however it ended) or the ``DegenerationDetected``
     it raised. Raises ``ValueError`` for a guard that is still streaming. ``empty_text`` and
-    ``stop_message`` are as for ``save_run``: e.g. ``stop_message=decision.message`` when the
+    ``stop_message`` are as for ``save_turn``: e.g. ``stop_message=decision.message`` when the
     policy stopped the run in this turn.
     """
     if isinstance(result, DegenerationDetected):
-        return save_run(
+        return save_turn(
             db,
             status="degenerate",
             text=result.persist_text,
@@ -101,7 +107,7 @@ def save_result(
     if result.status == "streaming":
         raise ValueError("the stream has not ended yet: read it to the end or close it first")
     degeneration = result.degeneration
-    return save_run(
+    return save_turn(
         db,
         status=result.status,
         text=result.persist_text,
@@ -112,15 +118,38 @@ def save_result(
     )
 
 
-def load_run(db: Database, run_id: int) -> Run:
-    """Reads one run back; raises ``RunNotFound`` if there is none with that id."""
+def load_turn(db: Database, turn_id: int) -> Turn:
+    """Reads one turn back; raises ``TurnNotFound`` if there is none with that id."""
     check_database(db)
     row = db.connection.execute(
-        "SELECT id, status, error, text, finding, stop_message, created_at FROM runs WHERE id = ?",
-        (run_id,),
+        "SELECT id, status, error, text, finding, stop_message, created_at FROM turns WHERE id = ?",
+        (turn_id,),
     ).fetchone()
     if row is None:
-        raise RunNotFound(f"no run with id {run_id}")
-    run_id, status, error, text, finding_json, stop_message, created_at = row
+        raise TurnNotFound(f"no turn with id {turn_id}")
+    turn_id, status, error, text, finding_json, stop_message, created_at = row
     finding = None if finding_json is None else json.loads(finding_json)
-    return Run(run_id, status, error, text, finding, stop_message, created_at)
+    return Turn(turn_id, status, error, text, finding, stop_message, created_at)
+
+
+# The names of a turn before it was called one (see the module docstring): old name -> new.
+_DEPRECATED = {"Run": "Turn", "save_run": "save_turn", "load_run": "load_turn"}
+
+if TYPE_CHECKING:  # at run time they come from __getattr__, which warns
+    Run = Turn
+    save_run = save_turn
+    load_run = load_turn
+
+
+def __getattr__(name: str) -> Any:
+    """``Run``, ``save_run`` and ``load_run``: the new name's object, with a
+    ``DeprecationWarning`` naming it."""
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new = _DEPRECATED[name]
+    warnings.warn(
+        f"loopbreak.streaming.persist.{name} is deprecated: use {new}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return globals()[new]
