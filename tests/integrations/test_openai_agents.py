@@ -17,6 +17,7 @@ from agents import (
     Agent,
     FunctionTool,
     RunConfig,
+    SQLiteSession,
     UserError,
     function_tool,
 )
@@ -518,6 +519,49 @@ def test_a_looping_answer_of_a_run_that_is_not_streamed_is_trimmed_in_the_output
     [answer] = [item for item in run.messages if item.get("role") == "assistant"]
     assert answer["content"][0]["text"] == cut.persist_text
     assert run.receipt.state is ReceiptState.STUCK and run.receipt.reason == "degeneration"
+
+
+def _role_and_text(item: Any) -> tuple[str, str]:
+    content = item["content"]
+    return item["role"], content if isinstance(content, str) else content[0]["text"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_recovery_turn_with_a_session_sends_the_session_nothing_twice(streamed: bool) -> None:
+    # A Session holds the history and the SDK puts it before a run's input: the recovery turn's
+    # run is given only what the session lacks (a cancelled streamed answer) and the nudge.
+    first = ModelStep.stream(StreamedAnswer(LOOP)) if streamed else [assistant_message(LOOP)]
+    model = ScriptedModel([first, [assistant_message("The house is ready.")]])
+    agent = Agent(name="house", model=model)
+    session = SQLiteSession("recovery")
+    runner = LoopbreakRunner(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+
+    async def run() -> Any:
+        options: dict[str, Any] = {"run_config": OFFLINE, "session": session}
+        if not streamed:
+            return await runner.run(agent, "get the house ready", **options)
+        stream = runner.run_streamed(agent, "get the house ready", **options)
+        async for _ in stream.stream_events():
+            pass
+        return stream.result
+
+    result = asyncio.run(run())
+    run_ = runner.last_run
+    assert run_ is not None and run_.receipt is not None
+    assert result.final_output == "The house is ready."
+    [nudge] = [e.message for e in run_.policy.audit.events if e.kind is DecisionKind.REFUSE]
+    assert nudge is not None
+    cut = _role_and_text(model.calls[1].input[1])[1]  # the looping answer, trimmed
+    assert cut[:200] == LOOP[:200] and len(cut) < len(LOOP) // 2
+    asked_again = [("user", "get the house ready"), ("assistant", cut), ("user", nudge)]
+    assert [_role_and_text(item) for item in model.calls[1].input] == asked_again
+    saved = asyncio.run(session.get_items())
+    assert [_role_and_text(item) for item in saved] == [
+        *asked_again,
+        ("assistant", "The house is ready."),
+    ]
+    assert [_role_and_text(item) for item in run_.messages] == [_role_and_text(i) for i in saved]
+    assert run_.receipt.state is ReceiptState.VERIFIED_COMPLETE
 
 
 def test_a_looping_tool_call_of_a_run_that_is_not_streamed_never_runs() -> None:

@@ -26,7 +26,8 @@
 - On a recovery turn for an answer (``PolicyConfig.recovery_turn``), the cut answer ends that
   SDK run and the runner starts the next the SDK's way: ``Runner.run`` again with the history
   (``to_input_list()``) plus the nudge as a user message, under the same ``AgentRun``, with
-  the steps left as ``max_turns``. The result returned (``LoopbreakStream.result``) is the last
+  the steps left as ``max_turns``; with a ``Session``, which puts the history before the input
+  itself, only the nudge (and a cut streamed answer, which the SDK did not keep). The result returned (``LoopbreakStream.result``) is the last
   SDK run's, whose ``to_input_list()`` holds the whole history.
 - ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result as
   progress, except the SDK's default answer for a tool that raised
@@ -41,10 +42,11 @@
 Every run gets a receipt, however it ended (``last_run.receipt``, ``on_receipt``).
 
 Not covered: the tools of agents reached by a handoff and hosted tools (no input guardrails in
-the SDK), the whole answers of a handoff agent given a model object of its own, and a
-``Session``, which keeps what the SDK saved (a cut streamed answer is not in
-it; the next SDK run of a recovery turn is given the whole history, so a ``Session``,
-``previous_response_id`` or ``conversation_id`` gets the earlier items again).
+the SDK), the whole answers of a handoff agent given a model object of its own, a ``Session``
+of a run stopped on a streamed loop (the SDK kept nothing of the cut answer, so the session
+lacks it), and a ``conversation_id``: the server's conversation holds what the server wrote
+(a whole looping answer in full), and the next SDK run of a recovery turn sends the run's
+items to it again.
 """
 
 from __future__ import annotations
@@ -178,7 +180,7 @@ class LoopbreakRunner:
             result = await Runner.run(run.agent, input, **run.runner_kwargs())
             while (nudge := run.governed.take_nudge()) is not None:
                 # The answer was cut on its recovery turn: the next SDK run asks again.
-                history = [*result.to_input_list(), _user(nudge)]
+                history = run.recovery_input(result.to_input_list(), [], nudge)
                 result = await Runner.run(run.agent, history, **run.runner_kwargs())
         except BaseException as error:
             run.ended_with(error)
@@ -222,19 +224,24 @@ class LoopbreakStream:
                 raise
             finally:
                 await guarded.aclose()  # cancels the run unless it completed
-            messages = self._run.history(self.result)
+            history = self._run.history(self.result)
+            unsaved: list[TResponseInputItem] = []
             degeneration = governed.stream_ended(guarded)
             if degeneration is not None:
                 # The SDK keeps nothing of an answer cancelled mid-stream: add the trimmed one.
                 answer = governed.trimmed(guarded.text[offsets.answer_start :])
                 if answer:  # empty when the loop was in a tool call's arguments
-                    messages.append({"role": "assistant", "content": answer})
+                    unsaved.append({"role": "assistant", "content": answer})
+            messages = [*history, *unsaved]
             nudge = governed.take_nudge()
             if nudge is None:
                 break
             # The answer was cut on its recovery turn: the next SDK run asks again.
-            history = [*messages, _user(nudge)]
-            self.result = Runner.run_streamed(self._run.agent, history, **self._run.runner_kwargs())
+            self.result = Runner.run_streamed(
+                self._run.agent,
+                self._run.recovery_input(history, unsaved, nudge),
+                **self._run.runner_kwargs(),
+            )
         governed.finished_naturally()
         governed.messages = messages
         governed.finish()
@@ -439,6 +446,15 @@ class _Run:
         if self._stop_answered:
             messages.append({"role": "assistant", "content": self.governed.user_message()})
         return messages
+
+    def recovery_input(
+        self, history: list[TResponseInputItem], unsaved: list[TResponseInputItem], nudge: str
+    ) -> list[TResponseInputItem]:
+        """The next SDK run's input on an answer's recovery turn: the history, the items the SDK
+        did not keep (a streamed answer it cancelled), then the nudge. A ``Session`` holds the
+        history already, and the SDK puts it before the input: then only the rest is sent."""
+        kept = [] if self._kwargs.get("session") is not None else history
+        return [*kept, *unsaved, _user(nudge)]
 
     def _filter(self, data: CallModelData[Any]) -> ModelInputData:
         instructions = data.model_data.instructions or ""
