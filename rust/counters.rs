@@ -1,36 +1,47 @@
 //! The counter-template rule, one line end at a time: a model stuck on a template where only a
-//! number advances (`1. test.py`, `2. test.py`, ...). Two lines continue a counter streak when
-//! they are equal once every maximal run of ASCII digits is masked, and from the first to the
-//! second every number is unchanged or one up, at least one of them one up (a line equal to the
-//! one before is no counter step: that is `identical_lines`), and no number that goes up is the
-//! tail of an identifier or an index (see [`part_of_a_name`]: `value_7`, `x1`, `0x1f`, `out[7]`
-//! are generated code and data; `backup7` and `assistant57`, a number after a word, count). Blank
-//! lines do not break a streak; trailing whitespace is ignored. In a template without a letter
-//! every number must go one up (the fraction of a decimal aside: `$1.5`, `$2.5`): `(7)`, bare
-//! numbers and `7. 8. 9.` count, a CSV row whose counter column is followed by other values
-//! (`7,0,0`) does not.
+//! number advances (`1. test.py`, `2. test.py`, ...), or on a cycle of two or three lines where
+//! a number advances (`<|im_start|>assistant57` and a prompt line, then `assistant58` and the
+//! same line; `1. Apple`, `2. Banana`, `3. Apple`, ...).
 //!
-//! How many lines a streak needs depends on its template (see [`required_lines`]): a template of
-//! words, or one without a letter, `counter_min_lines` or `counter_span` units of lines; code and
-//! markup `code_counter_min_lines` or `code_counter_span`.
+//! A line steps on from the line `p` lines before it (its period: 1, 2 or 3 non-blank lines)
+//! when the two are equal once every maximal run of ASCII digits is masked, and from the first
+//! to the second every number is unchanged, one up or `p` up, at least one of them up, and no
+//! number that goes up is the tail of an identifier or an index (see [`part_of_a_name`]:
+//! `value_7`, `x1`, `0x1f`, `out[7]` are generated code and data; `backup7` and `assistant57`, a
+//! number after a word, count). In a template without a letter every number must go up (the
+//! fraction of a decimal aside: `$1.5`, `$2.5`): `(7)`, bare numbers and `7. 8. 9.` count, a CSV
+//! row whose counter column is followed by other values (`7,0,0`) does not.
+//!
+//! A streak of period `p` starts at a line that steps on from the line `p` before it (the
+//! smallest such period), its first line that one; each later line continues it if it steps on
+//! from the line `p` before it or equals it, as long as no `p` lines in a row are equal to the
+//! line a period before (a cycle where no number changes is a repeated block, not a counter; so a
+//! streak of period 1 is lines that each count on). Any other non-blank line breaks the streak,
+//! and starts none (the next line may). Blank lines do not break a streak; trailing whitespace
+//! is ignored. A streak is reported by its first cycle: its first `p` lines, joined by newlines.
+//!
+//! How many lines a streak needs depends on its cycle (see [`required_lines`]): a cycle of
+//! words, or of templates without a letter, `counter_min_lines` or `counter_span` units of
+//! lines; code and markup `code_counter_min_lines` or `code_counter_span`; and always a line
+//! more than its period.
 //!
 //! Numbers are compared on their digit strings, so no number is too long to compare: a number is
-//! unchanged if its digits are, and one up if they are its digits plus one, worked out with the
-//! carry and keeping its width (`099` to `100`, `9` to `10`; `7` to `07` is neither: a model
-//! counting keeps the form of its numbers).
+//! unchanged if its digits are, and one (or `p`) up if they are its digits plus one (or `p`),
+//! worked out with the carry and keeping its width (`099` to `100`, `9` to `10`; `7` to `07` is
+//! neither: a model counting keeps the form of its numbers).
 //!
 //! Only lines that fit `max_long_period` units (newline excluded, trailing whitespace included)
 //! can be counter lines: such a line is always whole in the window at its newline, whatever the
-//! chunking. The line before and the streak's first line are read back from the window, and
-//! copied out of it only if they would leave it (blank lines between, a long streak's first
-//! line), so a stream keeps at most two lines of `max_long_period` units. Any other non-blank
-//! line breaks the streak, and so does a line more than two units longer than the one before
-//! (more than two numbers that carry at once: `(9, 9, 9)` to `(10, 10, 10)` starts again).
+//! chunking. The three latest non-blank lines are read back from the window, and copied out of
+//! it only if they would leave it (blank lines between, long lines); the streak's first cycle is
+//! copied when it starts. So a stream keeps at most four cycles of three lines of
+//! `max_long_period` units. A line more than two units longer than the one a period before
+//! (more than two numbers that carry at once: `(9, 9, 9)` to `(10, 10, 10)`) breaks the streak.
 //!
-//! What a line costs: a line that counts on from the one before is no shorter (a number keeps
-//! its width or gains a digit), and the two first differ at a digit in both (the last digit
-//! that goes up, or the first of a number of nines). So a line shorter or much longer than the
-//! one before, or that first differs from it at a unit no digit in either (found 16 units at a
+//! What a line costs: a line that steps on from another is no shorter (a number keeps its width
+//! or gains a digit), and the two first differ at a digit in both (the last digit that goes up,
+//! or the first of a number of nines). So a line shorter or much longer than each of the three
+//! before it, or that first differs from them at a unit no digit in either (found 16 units at a
 //! time), most lines of any text, is told apart without a digit being read.
 
 use crate::classes::{classify, is_code_mark, is_whitespace, UnitClass};
@@ -41,21 +52,28 @@ use crate::window::Window;
 /// What the end of a non-blank line did to the streak of counter lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterEvent {
-    /// The line continues the streak (before it reached its rule, or after).
+    /// The line continues the streak, or starts one (before it reached its rule, or after).
     Continued,
-    /// The line does not continue the streak that was running (it may start a new one).
+    /// The line does not continue the streak that was running.
     Broken,
-    /// The streak just reached the lines its rule needs (where it starts and its lines:
-    /// [`Counters::first_line`], [`Counters::lines`]).
+    /// The streak just reached the lines its rule needs (where it starts, its first cycle and
+    /// its lines: [`Counters::first_cycle`], [`Counters::lines`]).
     Reached,
 }
+
+/// The longest cycle of lines a streak may repeat.
+pub(crate) const MAX_PERIOD: usize = 3;
 
 /// The run of counter lines the latest lines belong to.
 #[derive(Clone, Copy, Debug)]
 struct Streak {
     count: u64,
-    /// The lines its template needs, once the streak is long enough to ask.
-    required: Option<u64>,
+    /// Non-blank lines in a cycle.
+    period: usize,
+    /// Lines in a row equal to the line a period before (fewer than `period`).
+    flat: usize,
+    /// The lines its cycle needs.
+    required: u64,
 }
 
 /// A line: where it starts, its content's length (trailing whitespace dropped) and where it
@@ -88,7 +106,7 @@ impl Held {
     /// Whether the line fits `max_long_period` units (newline excluded, trailing whitespace
     /// included): a counter line.
     fn fits(&self, rules: &Rules) -> bool {
-        self.end - self.start <= u64::from(rules.max_long_period)
+        self.len != NO_LINE && self.end - self.start <= u64::from(rules.max_long_period)
     }
 
     /// Copies the line out of the window if it starts before `leaving`.
@@ -114,12 +132,16 @@ impl Held {
 #[derive(Clone, Debug)]
 pub struct Counters {
     rules: Rules,
-    /// The streak, once two lines count on.
+    /// The streak, once a line steps on.
     streak: Option<Streak>,
-    /// The streak's first line.
-    first: Held,
-    /// The latest non-blank line.
-    previous: Held,
+    /// Where the streak's first line starts.
+    first_start: u64,
+    /// The streak's first cycle: its first `period` lines (trailing whitespace dropped) joined
+    /// by newlines.
+    cycle: Vec<u32>,
+    /// The latest non-blank lines, a ring: `recent[latest]` the newest.
+    recent: [Held; MAX_PERIOD],
+    latest: usize,
 }
 
 /// The length of no line: no line is as long or a few units longer.
@@ -127,24 +149,31 @@ const NO_LINE: u64 = u64::MAX / 2;
 
 impl Counters {
     pub fn new(rules: &Rules) -> Counters {
-        Counters { rules: *rules, streak: None, first: Held::none(), previous: Held::none() }
+        Counters {
+            rules: *rules,
+            streak: None,
+            first_start: 0,
+            cycle: Vec::new(),
+            recent: [Held::none(), Held::none(), Held::none()],
+            latest: 0,
+        }
     }
 
     pub fn heap_bytes(&self) -> usize {
-        (self.first.copy.capacity() + self.previous.copy.capacity()) * std::mem::size_of::<u32>()
+        let copies: usize = self.recent.iter().map(|line| line.copy.capacity()).sum();
+        (copies + self.cycle.capacity()) * std::mem::size_of::<u32>()
     }
 
-    /// Before units are appended to `window`: copies the lines a streak may still compare or
-    /// report that would leave it (`leaving` is the first position still held after the append).
+    /// Before units are appended to `window`: copies the lines a streak may still compare that
+    /// would leave it (`leaving` is the first position still held after the append).
     /// Inlined: a stream fed in small deltas comes here for every delta, and nearly always
-    /// neither line is leaving (one compare each).
+    /// no line is leaving (one compare each).
     #[inline(always)]
     pub fn before_append<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
-        if self.previous.start < leaving && self.previous.len != NO_LINE && self.previous.fits(&self.rules) {
-            self.previous.keep(window, leaving);
-        }
-        if self.first.start < leaving && self.streak.is_some() {
-            self.first.keep(window, leaving);
+        for line in &mut self.recent {
+            if line.start < leaving && line.fits(&self.rules) {
+                line.keep(window, leaving);
+            }
         }
     }
 
@@ -153,14 +182,20 @@ impl Counters {
         self.streak.map_or(0, |streak| streak.count)
     }
 
-    /// Where the streak's first line starts, and its content (trailing whitespace dropped).
-    pub fn first_line<T: Unit>(&self, window: &Window<T>) -> (u64, Vec<u32>) {
-        (self.first.start, self.first.units(window))
+    /// Where the streak's first line starts, and its first cycle (its first lines, trailing
+    /// whitespace dropped, joined by newlines).
+    pub fn first_cycle(&self) -> (u64, Vec<u32>) {
+        (self.first_start, self.cycle.clone())
+    }
+
+    /// The non-blank line `p` lines before the one being read (`p` in `1..=MAX_PERIOD`).
+    fn back(&self, p: usize) -> &Held {
+        &self.recent[(self.latest + MAX_PERIOD + 1 - p) % MAX_PERIOD]
     }
 
     /// The non-blank line from `start`, whose content (trailing whitespace dropped) is
     /// `content_len` units, ended at the newline `x`: what it did to the streak, if one was
-    /// running or it reached its rule.
+    /// running or it started one.
     #[inline(always)]
     pub fn on_line<T: Unit>(
         &mut self,
@@ -169,83 +204,127 @@ impl Counters {
         x: u64,
         window: &Window<T>,
     ) -> Option<CounterEvent> {
-        // Lengths first: most lines are told apart by them. Whether both lines fit, which
-        // lines as long as each other nearly always do, is asked after.
-        let from = if content_len.wrapping_sub(self.previous.len) <= MAX_GAIN as u64
-            && x - start <= u64::from(self.rules.max_long_period)
-            && self.previous.fits(&self.rules)
-        {
-            if self.previous.copied() {
-                Some(0)
-            } else {
-                first_difference_at_digits(&self.previous, start, window)
-            }
-        } else {
-            None
+        let fits = x - start <= u64::from(self.rules.max_long_period);
+        let event = match self.streak {
+            Some(streak) => Some(self.go_on(streak, start, content_len, fits, window)),
+            None if fits => self.start_streak(start, content_len, window),
+            None => None,
         };
-        let event = match from {
-            Some(from) => self.on_candidate(start, content_len, from, window),
-            None => self.streak_broken(),
-        };
-        self.previous.set(start, content_len, x);
+        self.latest = (self.latest + 1) % MAX_PERIOD;
+        self.recent[self.latest].set(start, content_len, x);
         event
     }
 
-    /// The line does not count on from the one before: the streak, if one was running, is over.
-    /// (Tested before it is cleared, which most lines, in no streak, then leave alone.)
+    /// No streak is running: starts one if the line steps on from the line one, two or three
+    /// before it (the first that it does). Lengths first: most lines are told apart by them.
     #[inline(always)]
-    fn streak_broken(&mut self) -> Option<CounterEvent> {
-        self.streak.is_some().then(|| {
-            self.streak = None;
-            CounterEvent::Broken
-        })
+    fn start_streak<T: Unit>(&mut self, start: u64, content_len: u64, window: &Window<T>) -> Option<CounterEvent> {
+        for p in 1..=MAX_PERIOD {
+            let before = self.back(p);
+            if content_len.wrapping_sub(before.len) <= MAX_GAIN as u64
+                && before.fits(&self.rules)
+                && self.steps_on(before, start, content_len, p, window)
+                && (1..p).all(|q| self.back(q).fits(&self.rules))
+            {
+                return Some(self.started(p, window));
+            }
+        }
+        None
     }
 
-    /// The line may count on from the one before (no shorter, not by more than `MAX_GAIN`, equal
-    /// to it before `from`): compares them digit by digit from there.
+    /// Whether the line from `start` steps on from `before` (which fits, no longer, and at most
+    /// `MAX_GAIN` units shorter) in a cycle of `period` lines.
+    #[inline(always)]
+    fn steps_on<T: Unit>(&self, before: &Held, start: u64, content_len: u64, period: usize, window: &Window<T>) -> bool {
+        let from = if before.copied() { Some(0) } else { first_difference_at_digits(before, start, window) };
+        from.is_some_and(|from| counts_from(before, start, content_len, from, period, window))
+    }
+
+    /// A streak of `period` lines starts at the line being read: its first cycle, the lines
+    /// before it, is copied, and what it needs worked out.
     #[inline(never)]
-    fn on_candidate<T: Unit>(
+    fn started<T: Unit>(&mut self, period: usize, window: &Window<T>) -> CounterEvent {
+        let lines: Vec<Vec<u32>> = (1..=period).rev().map(|p| self.back(p).units(window)).collect();
+        self.first_start = self.back(period).start;
+        self.cycle.clear();
+        for (i, line) in lines.iter().enumerate() {
+            if i > 0 {
+                self.cycle.push(u32::from(b'\n'));
+            }
+            self.cycle.extend_from_slice(line);
+        }
+        let required = required_lines(&self.rules, &lines);
+        let streak = self.streak.insert(Streak { count: period as u64 + 1, period, flat: 0, required });
+        if streak.count == required {
+            CounterEvent::Reached
+        } else {
+            CounterEvent::Continued
+        }
+    }
+
+    /// A streak is running: whether the line continues it (stepping on from the line a period
+    /// before, or equal to it), and whether it reached its rule with it.
+    #[inline(never)]
+    fn go_on<T: Unit>(
         &mut self,
+        streak: Streak,
         start: u64,
         content_len: u64,
-        from: usize,
+        fits: bool,
         window: &Window<T>,
-    ) -> Option<CounterEvent> {
-        let before = &self.previous;
-        let line = read(window.slices(start, start + content_len));
-        let (len, before_len) = (content_len as usize, before.len as usize);
-        let counts = if before.copied() {
-            counts_on_by(before_len, |i| before.copy[i], len, line, from)
+    ) -> CounterEvent {
+        let before = self.back(streak.period);
+        let continues = if !fits || !before.fits(&self.rules) {
+            None
+        } else if streak.period > 1 && content_len == before.len && self.equal(before, start, window) {
+            Some(streak.flat + 1)
+        } else if content_len.wrapping_sub(before.len) <= MAX_GAIN as u64
+            && self.steps_on(before, start, content_len, streak.period, window)
+        {
+            Some(0)
         } else {
-            counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line, from)
+            None
         };
-        if !counts {
-            return self.streak_broken();
-        }
-        let streak = match &mut self.streak {
-            Some(streak) => {
-                streak.count += 1;
-                streak
-            }
-            None => {
-                // The line before starts the streak (its copy, if it had to leave the window,
-                // goes with it; the line's own is taken up at the end of `on_line`).
-                std::mem::swap(&mut self.first, &mut self.previous);
-                self.streak.insert(Streak { count: 2, required: None })
-            }
+        let Some(flat) = continues.filter(|&flat| flat < streak.period) else {
+            self.streak = None;
+            return CounterEvent::Broken;
         };
-        if streak.count < u64::from(self.rules.counter_min_lines.min(self.rules.code_counter_min_lines)) {
-            return Some(CounterEvent::Continued);
+        let streak = self.streak.insert(Streak { count: streak.count + 1, flat, ..streak });
+        if streak.count == streak.required {
+            CounterEvent::Reached
+        } else {
+            CounterEvent::Continued
         }
-        let required = *streak.required.get_or_insert_with(|| {
-            let (older, newer) = window.slices(start, start + content_len);
-            let units: Vec<u32> = older.iter().chain(newer).map(|&unit| unit.into()).collect();
-            required_lines(&self.rules, &units)
-        });
-        if streak.count == required {
-            return Some(CounterEvent::Reached);
+    }
+
+    /// Whether the line from `start` (as long as `before`) equals it.
+    fn equal<T: Unit>(&self, before: &Held, start: u64, window: &Window<T>) -> bool {
+        let line = read(window.slices(start, start + before.len));
+        if before.copied() {
+            (0..before.copy.len()).all(|i| before.copy[i] == line(i))
+        } else {
+            window.first_break(start - before.start, start, start + before.len) == start + before.len
         }
-        Some(CounterEvent::Continued)
+    }
+}
+
+/// Whether the line from `start` (`content_len` units) steps on from `before` in a cycle of
+/// `period` lines, the two equal before `from`: compares them digit by digit from there.
+#[inline(never)]
+fn counts_from<T: Unit>(
+    before: &Held,
+    start: u64,
+    content_len: u64,
+    from: usize,
+    period: usize,
+    window: &Window<T>,
+) -> bool {
+    let line = read(window.slices(start, start + content_len));
+    let (len, before_len) = (content_len as usize, before.len as usize);
+    if before.copied() {
+        counts_on_by(before_len, |i| before.copy[i], len, line, from, period)
+    } else {
+        counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line, from, period)
     }
 }
 
@@ -298,21 +377,43 @@ fn is_digit(unit: u32) -> bool {
     unit.wrapping_sub(u32::from(b'0')) < 10
 }
 
-/// The lines a counter streak of `line`'s template needs. The template is the line without its
-/// indentation (layout: an indented line of code, `        base + 2 * step,` 61 times in torch's
-/// vec512_int.h, needs as many lines as its content alone), each digit run one unit. A template
-/// of words (no mark of code, at least 3 of 4 visible units letters, as a block of words:
-/// `7. A first-date activity:`) or without a letter (whose numbers must all count, see
-/// [`counts_on`]) needs `counter_min_lines`/`counter_span`; code and markup (`insert ( 2400 1255 0
-/// 'I/O' )` 54 times in postgres.bki, `pd.Timestamp("2043-01-01"),`, `- 7. Cleaning:`) the
-/// `code_counter_` values, as benign code counts on for longer than prose does.
-pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
+/// The lines a counter streak of the cycle `lines` needs (see
+/// [`Rules::required_counter_lines`]). A line's template is the line without its indentation
+/// (layout: an indented line of code, `        base + 2 * step,` 61 times in torch's
+/// vec512_int.h, needs as many lines as its content alone), each digit run one unit; a cycle's
+/// is its lines' together. A cycle of words (every line of words: no mark of code, at least 3 of
+/// 4 visible units letters, as a block of words: `7. A first-date activity:`; or without a
+/// letter, whose numbers must all count, see [`counts_on`]) needs `counter_min_lines`/
+/// `counter_span`; code and markup (`insert ( 2400 1255 0 'I/O' )` 54 times in postgres.bki,
+/// `pd.Timestamp("2043-01-01"),`, `- 7. Cleaning:`) the `code_counter_` values, as benign code
+/// counts on for longer than prose does. A chat-template marker (`<|im_start|>`, `<|eot_id|>`:
+/// `<|`, ASCII letters, digits or `_`, `|>`) is text a model writes between turns, no code: its
+/// units count in the template's length and neither as letters nor as marks.
+pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>]) -> u64 {
+    let (mut template_len, mut words) = (0, true);
+    for line in lines {
+        let (len, of_words) = template(line);
+        template_len += len;
+        words &= of_words;
+    }
+    rules.required_counter_lines(template_len, lines.len() as u64, words)
+}
+
+/// A line's template length (see [`required_lines`]) and whether it is of words.
+fn template(line: &[u32]) -> (u64, bool) {
     let (mut template_len, mut visible, mut letters, mut code) = (0, 0, 0, false);
-    let mut after_digit = false;
     let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();
-    for &unit in &line[indent..] {
-        let digit = is_digit(unit);
-        if !(digit && after_digit) {
+    let mut i = indent;
+    while i < line.len() {
+        let unit = line[i];
+        let marker = chat_marker_len(&line[i..]);
+        if marker > 0 {
+            template_len += marker as u64;
+            i += marker;
+            continue;
+        }
+        let continues_a_number = is_digit(unit) && i > indent && is_digit(line[i - 1]);
+        if !continues_a_number {
             template_len += 1;
             match classify(unit) {
                 UnitClass::Whitespace => {}
@@ -320,18 +421,37 @@ pub(crate) fn required_lines(rules: &Rules, line: &[u32]) -> u64 {
                 UnitClass::Other => (visible, code) = (visible + 1, code || unit < 128 && is_code_mark(unit as u8)),
             }
         }
-        after_digit = digit;
+        i += 1;
     }
-    let words = letters == 0 || !code && 4 * letters >= 3 * visible;
-    rules.required_counter_lines(template_len, words)
+    (template_len, letters == 0 || !code && 4 * letters >= 3 * visible)
 }
 
-/// Whether `after` follows `before` in a counter streak: equal outside their digit runs, with as
-/// many runs, each number unchanged or one up, at least one one up, none that goes up
-/// [`part_of_a_name`], and in a template without a letter every number one up but the fraction
-/// of a decimal.
-pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S]) -> bool {
-    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0)
+/// The length of the chat-template marker `units` starts with (`<|im_end|>`), or 0.
+fn chat_marker_len(units: &[u32]) -> usize {
+    let ascii = |i: usize| units.get(i).map_or(0, |&unit| if unit < 128 { unit as u8 } else { 0 });
+    if ascii(0) != b'<' || ascii(1) != b'|' {
+        return 0;
+    }
+    let name = (2..).take_while(|&i| ascii(i).is_ascii_alphanumeric() || ascii(i) == b'_').count();
+    if name > 0 && ascii(2 + name) == b'|' && ascii(3 + name) == b'>' {
+        4 + name
+    } else {
+        0
+    }
+}
+
+/// The lines of a cycle, by the block a streak is reported by (its first cycle's lines, joined
+/// by newlines).
+pub(crate) fn cycle_period(block: &[u32]) -> usize {
+    1 + block.iter().filter(|&&unit| unit == u32::from(b'\n')).count()
+}
+
+/// Whether `after` steps on from `before`, the line a period of `period` lines before it, in
+/// a counter streak: equal outside their digit runs, with as many runs, each number unchanged,
+/// one up or `period` up, at least one up, none that goes up [`part_of_a_name`], and in a
+/// template without a letter every number up but the fraction of a decimal.
+pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S], period: usize) -> bool {
+    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0, period)
 }
 
 /// [`counts_on`] over lines read a unit at a time (from the window or a copy), from `from` (the
@@ -344,20 +464,21 @@ fn counts_on_by(
     after_len: usize,
     after: impl Fn(usize) -> u32,
     from: usize,
+    period: usize,
 ) -> bool {
     if !(before_len..=before_len + MAX_GAIN).contains(&after_len) {
         return false;
     }
     let (mut i, mut j) = (from, from);
     let mut advanced = false;
-    // Whether every number from `from` on went one up (a decimal's fraction aside).
+    // Whether every number from `from` on went up (a decimal's fraction aside).
     let mut every_number_up = true;
     while i < before_len && j < after_len {
         let (a, b) = (before(i), after(j));
         if is_digit(a) && is_digit(b) {
             let x = Digits::at(&before, i, before_len);
             let y = Digits::at(&after, j, after_len);
-            if x.followed_by(&y) {
+            if x.plus(&y, 1) || period > 1 && x.plus(&y, period as u32) {
                 // A number that counts is no identifier's tail (`value_7`, `x1`, `0x1f`) nor an
                 // index (`out[7]`): numbered names and subscripts are generated code and data
                 // (CUDA's generated headers count `"=r"(__out_var[N]),` to 127), not a template
@@ -449,34 +570,47 @@ impl<'a, F: Fn(usize) -> u32> Digits<'a, F> {
         self.len() == other.len() && (0..self.len()).all(|k| self.digit(k) == other.digit(k))
     }
 
-    /// Whether `other` is these digits plus one: the last digit below 9 goes one up and the nines
-    /// after it become zeros (all nines: a 1 and as many zeros), so the width is kept.
-    fn followed_by<G: Fn(usize) -> u32>(&self, other: &Digits<'_, G>) -> bool {
-        let (zero, one, nine) = (u32::from(b'0'), u32::from(b'1'), u32::from(b'9'));
+    /// Whether `other` is these digits plus `step` (below 10), worked out from the last digit
+    /// with the carry: the width is kept but for a carry out of the first digit, which makes
+    /// one more (`099` + 1 is `100`, `9` + 1 is `10`, `98` + 3 is `101`).
+    fn plus<G: Fn(usize) -> u32>(&self, other: &Digits<'_, G>, step: u32) -> bool {
+        let zero = u32::from(b'0');
         let n = self.len();
-        let nines = (0..n).rev().take_while(|&k| self.digit(k) == nine).count();
-        if nines == n {
-            return other.len() == n + 1 && other.digit(0) == one && (1..=n).all(|k| other.digit(k) == zero);
+        let extra = match other.len().checked_sub(n) {
+            Some(extra @ (0 | 1)) => extra,
+            _ => return false,
+        };
+        let mut carry = step;
+        for k in (0..n).rev() {
+            let sum = self.digit(k) - zero + carry;
+            if other.digit(k + extra) != zero + sum % 10 {
+                return false;
+            }
+            carry = sum / 10;
         }
-        let at = n - nines - 1;
-        other.len() == n
-            && (0..at).all(|k| self.digit(k) == other.digit(k))
-            && other.digit(at) == self.digit(at) + 1
-            && (at + 1..n).all(|k| other.digit(k) == zero)
+        if extra == 1 {
+            carry > 0 && other.digit(0) == zero + carry
+        } else {
+            carry == 0
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::DEFAULT_RULES;
+    use crate::rules::{RuleValues, DEFAULT_RULES};
 
     fn units(s: &str) -> Vec<u32> {
         s.chars().map(u32::from).collect()
     }
 
     fn follows(before: &str, after: &str) -> bool {
-        counts_on(&units(before), &units(after))
+        counts_on(&units(before), &units(after), 1)
+    }
+
+    fn needs(lines: &[&str]) -> u64 {
+        required_lines(&DEFAULT_RULES, &lines.iter().map(|line| units(line)).collect::<Vec<_>>())
     }
 
     #[test]
@@ -555,17 +689,49 @@ mod tests {
 
     #[test]
     fn templates_of_words_need_fewer_lines_than_code() {
-        let r = DEFAULT_RULES;
         // Words: `N. A first-date activity:` is 25 units (a digit run counts as one): 640 / 26.
-        assert_eq!(required_lines(&r, &units("12. A first-date activity:")), 25);
-        assert_eq!(required_lines(&r, &units(&format!("1. {}", "word ".repeat(20)))), 16);
+        assert_eq!(needs(&["12. A first-date activity:"]), 25);
+        assert_eq!(needs(&[&format!("1. {}", "word ".repeat(20))]), 16);
         // No letter: as words (every number must count). `N,` is 2 units.
-        assert_eq!(required_lines(&r, &units("17,")), 214);
+        assert_eq!(needs(&["17,"]), 214);
         // Code and markup: `base + N * step,` is 16 units (indentation does not count), 1600 / 17;
         // `- N. Cleaning:` has too few letters for words (8 of 12), 1600 / 15.
-        assert_eq!(required_lines(&r, &units("- 155. Cleaning:")), 107);
-        assert_eq!(required_lines(&r, &units("        base + 2 * step,")), 95);
-        assert_eq!(required_lines(&r, &units("<b>12.</b> <b>word</b>")), 73);
-        assert_eq!(required_lines(&r, &units("insert ( 2400 1255 0 'I/O' )")), 70);
+        assert_eq!(needs(&["- 155. Cleaning:"]), 107);
+        assert_eq!(needs(&["        base + 2 * step,"]), 95);
+        assert_eq!(needs(&["<b>12.</b> <b>word</b>"]), 73);
+        assert_eq!(needs(&["insert ( 2400 1255 0 'I/O' )"]), 70);
+    }
+
+    #[test]
+    fn a_cycle_needs_the_lines_of_its_templates_together() {
+        // 13.txt: a chat-template marker is no code, so both lines are words; their templates
+        // are 22 and 38 units: 2 * 640 / 62.
+        assert_eq!(needs(&["<|im_start|>assistant57", "tell me something about you？<|im_end|>"]), 21);
+        // A line of code makes the cycle code: 2 * 1600 / (8 + 9 + 2).
+        assert_eq!(needs(&["1. Apple", "x = f(1);"]), 169);
+        // Not a marker: `<|` without a name and `|>`.
+        assert_eq!(needs(&["<| 1. Apple"]), 134);
+        // A line more than its period, whatever the thresholds.
+        let r = Rules::new(RuleValues {
+            counter_min_lines: 2,
+            counter_span: 0,
+            code_counter_min_lines: 2,
+            code_counter_span: 0,
+            ..*DEFAULT_RULES
+        }).unwrap();
+        assert_eq!(required_lines(&r, &[units("1. a"), units("b"), units("c")]), 4);
+    }
+
+    #[test]
+    fn a_line_steps_on_by_one_or_by_its_period() {
+        let steps = |before: &str, after: &str, period| counts_on(&units(before), &units(after), period);
+        assert!(steps("1. Apple", "3. Apple", 2));
+        assert!(steps("1. Apple", "2. Apple", 2));
+        assert!(steps("8. Apple", "11. Apple", 3));
+        assert!(steps("98 a", "101 a", 3));
+        assert!(!steps("1. Apple", "3. Apple", 1));
+        assert!(!steps("1. Apple", "4. Apple", 2));
+        assert!(!steps("1. Apple", "1. Apple", 2));
+        assert!(!steps("7 a", "09 a", 2));
     }
 }

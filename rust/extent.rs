@@ -3,7 +3,7 @@
 //! the repetition stops and every copy it holds (and `trim` cuts by the same extent).
 
 use crate::classes::is_whitespace;
-use crate::counters::counts_on;
+use crate::counters::{counts_on, cycle_period};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
@@ -124,27 +124,39 @@ fn lines_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
 }
 
 /// The streak of counter lines from the finding's first line (blank lines between them
-/// allowed), each line within `max_long_period` units as the detector reads them. A last line
-/// the text ends in counts if it continues the streak; no part of a line does (what a cut-short
-/// counter line would have been is not known).
+/// allowed), each line within `max_long_period` units as the detector reads them: the lines of
+/// the first cycle, then each that steps on from the line a period before it, or equals it while
+/// no period of lines in a row does. A last line the text ends in counts if it continues the
+/// streak; no part of a line does (what a cut-short counter line would have been is not known).
 fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Extent {
-    let content = |line: &TextLine| &units[line.start..line.content_end];
-    let mut lines = lines_from(units, finding.start as usize);
-    let first = lines.next().expect("a finding's first line exists");
-    let mut before = content(&first);
-    let mut extent = Extent { end: first.end as u64, copies: 1, partial: false };
-    for line in lines {
+    let period = cycle_period(&finding.block);
+    let mut streak: Vec<&[S]> = Vec::new();
+    let mut extent = Extent { end: finding.start, copies: 0, partial: false };
+    let mut flat = 0;
+    for line in lines_from(units, finding.start as usize) {
         if line.content_end == line.start {
             continue;
         }
-        let text = content(&line);
+        let text = &units[line.start..line.content_end];
         let fits = line.end - usize::from(line.terminated) - line.start <= rules.max_long_period as usize;
-        if !fits || !counts_on(before, text) {
+        if !fits {
             break;
         }
+        if let Some(&before) = streak.len().checked_sub(period).map(|at| &streak[at]) {
+            if period > 1 && before == text {
+                flat += 1;
+                if flat == period {
+                    break;
+                }
+            } else if counts_on(before, text, period) {
+                flat = 0;
+            } else {
+                break;
+            }
+        }
+        streak.push(text);
         extent.copies += 1;
         extent.end = line.end as u64;
-        before = text;
     }
     extent
 }

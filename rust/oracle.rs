@@ -143,14 +143,16 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     }
 }
 
-/// Counter streaks: lines within `max_long_period` units (newline excluded) holding a digit, each
-/// counting on from the non-blank line before it (blank lines skipped); any other non-blank line
-/// breaks the streak.
+/// Counter streaks, line by line as the rule reads: non-blank lines (blank ones skipped) within
+/// `max_long_period` units (newline excluded). With no streak running, a line that counts on
+/// from the line 1, 2 or 3 before it (the first that does, all of them fitting) starts a streak
+/// of that period from that line; a running one goes on with each line that counts on from the
+/// line a period before, or equals it while fewer than a period of lines in a row do; any other
+/// line ends it and starts none.
 fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
-    // (line start, content, end after the newline, counts) of each terminated non-blank line.
+    // (line start, content, end after the newline, fits) of each terminated non-blank line.
     let mut lines: Vec<(usize, &[u32], usize, bool)> = Vec::new();
     let mut start = 0;
-    let digit = |u: &u32| (u32::from(b'0')..=u32::from(b'9')).contains(u);
     let fits = |start: usize, end: usize| end - start <= rules.max_long_period as usize;
     for (i, &u) in units.iter().enumerate() {
         if u == '\n' as u32 {
@@ -160,60 +162,92 @@ fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             }
             let content = &units[start..end];
             if !content.is_empty() {
-                lines.push((start, content, i + 1, fits(start, i) && content.iter().any(digit)));
+                lines.push((start, content, i + 1, fits(start, i)));
             }
             start = i + 1;
         }
     }
-    let mut i = 0;
-    while i < lines.len() {
-        if !lines[i].3 {
-            i += 1;
+    // The flat count after `after` continues a streak of `period` from `before`, if it does.
+    let continues = |before: &[u32], after: &[u32], period: usize, flat: usize| {
+        if period > 1 && before == after {
+            (flat + 1 < period).then_some(flat + 1)
+        } else {
+            counts_on(before, after, period).then_some(0)
+        }
+    };
+    let mut tail = &units[start..];
+    while let [rest @ .., last] = tail {
+        if !is_ws(*last) {
+            break;
+        }
+        tail = rest;
+    }
+    let tail_fits = fits(start, units.len());
+    // A streak: its first line, period, flat count and the lines it needs.
+    let mut streak: Option<(usize, usize, usize, u64)> = None;
+    for k in 0..=lines.len() {
+        if let Some((first, period, flat, need)) = streak {
+            let line = lines.get(k);
+            match line.filter(|line| line.3).and_then(|line| continues(lines[k - period].1, line.1, period, flat)) {
+                Some(flat) => streak = Some((first, period, flat, need)),
+                None => {
+                    // The last line the text ends in (no newline) continues it offline.
+                    let tail = (k == lines.len() && !tail.is_empty() && tail_fits)
+                        .then(|| continues(lines[k - period].1, tail, period, flat))
+                        .flatten()
+                        .is_some();
+                    counter_candidate(&lines[first..k], period, need, tail.then_some(units.len()), out);
+                    streak = None;
+                }
+            }
             continue;
         }
-        let mut k = i + 1;
-        while k < lines.len() && lines[k].3 && counts_on(lines[k - 1].1, lines[k].1) {
-            k += 1;
+        let Some(line) = lines.get(k).filter(|line| line.3) else { continue };
+        let period = (1..=3.min(k)).find(|&p| {
+            lines[k - p..k].iter().all(|line| line.3) && counts_on(lines[k - p].1, line.1, p)
+        });
+        if let Some(period) = period {
+            let cycle: Vec<Vec<u32>> = lines[k - period..k].iter().map(|line| line.1.to_vec()).collect();
+            streak = Some((k - period, period, 0, required_lines(rules, &cycle)));
         }
-        let streak = &lines[i..k];
-        let need = required_lines(rules, streak[streak.len() - 1].1);
-        if streak.len() as u64 >= need {
-            let need = need as usize;
-            let (first_start, content, _, _) = streak[0];
-            let ends: Vec<u64> = streak[need - 1..].iter().map(|line| line.2 as u64).collect();
-            let (mut end, mut copies) = (ends[ends.len() - 1], streak.len() as u64);
-            // Offline, a last line the text ends in (no newline) is one more if it counts on.
-            let tail = &units[start..];
-            let mut tail_end = tail.len();
-            while tail_end > 0 && is_ws(tail[tail_end - 1]) {
-                tail_end -= 1;
-            }
-            if k == lines.len()
-                && tail_end > 0
-                && fits(start, units.len())
-                && counts_on(streak[streak.len() - 1].1, &tail[..tail_end])
-            {
-                copies += 1;
-                end = units.len() as u64;
-            }
-            out.push(Candidate {
-                finding: Finding {
-                    rule: Rule::CounterLines,
-                    period: content.len() as u64,
-                    block: content.to_vec(),
-                    start: first_start as u64,
-                    repeats: need as u64,
-                    detected_at: ends[0],
-                    end: ends[0],
-                },
-                anchor: first_start as u64,
-                end,
-                copies,
-                claim_steps: ends,
-            });
-        }
-        i = k;
     }
+}
+
+/// The candidate of a streak of `period` that ran over `streak`, if it reached the `need` lines
+/// it needs; `tail_end`: the text ends in one more line that continues it.
+fn counter_candidate(
+    streak: &[(usize, &[u32], usize, bool)],
+    period: usize,
+    need: u64,
+    tail_end: Option<usize>,
+    out: &mut Vec<Candidate>,
+) {
+    let need = need as usize;
+    if streak.len() < need {
+        return;
+    }
+    let block = streak[..period].iter().map(|line| line.1.to_vec()).collect::<Vec<_>>().join(&u32::from(b'\n'));
+    let ends: Vec<u64> = streak[need - 1..].iter().map(|line| line.2 as u64).collect();
+    let (end, copies) = match tail_end {
+        Some(end) => (end as u64, streak.len() as u64 + 1),
+        None => (ends[ends.len() - 1], streak.len() as u64),
+    };
+    let first_start = streak[0].0 as u64;
+    out.push(Candidate {
+        finding: Finding {
+            rule: Rule::CounterLines,
+            period: block.len() as u64,
+            block,
+            start: first_start,
+            repeats: need as u64,
+            detected_at: ends[0],
+            end: ends[0],
+        },
+        anchor: first_start,
+        end,
+        copies,
+        claim_steps: ends,
+    });
 }
 
 /// Every finding whole (as an offline scan reports it), by the rules read literally.

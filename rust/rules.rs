@@ -506,17 +506,18 @@ impl Rules {
         u64::from(self.code_min_lines).max(u64::from(span).div_ceil(len + 1))
     }
 
-    /// Counter lines needed for a template of `template_len` units (the line without its
-    /// indentation and trailing whitespace, each digit run counted as one unit): enough to cover
-    /// `counter_span` units with their newlines, and at least `counter_min_lines`; for a template
-    /// of code or markup (not `words`), `code_counter_span` and `code_counter_min_lines`.
-    pub fn required_counter_lines(&self, template_len: u64, words: bool) -> u64 {
+    /// Counter lines needed for a cycle of `period` lines whose templates (each line without its
+    /// indentation and trailing whitespace, each digit run counted as one unit) are
+    /// `template_len` units together: enough to cover `counter_span` units with their newlines,
+    /// and at least `counter_min_lines`; for a cycle of code or markup (not `words`),
+    /// `code_counter_span` and `code_counter_min_lines`; and a line more than the period.
+    pub fn required_counter_lines(&self, template_len: u64, period: u64, words: bool) -> u64 {
         let (lines, span) = if words {
             (self.counter_min_lines, self.counter_span)
         } else {
             (self.code_counter_min_lines, self.code_counter_span)
         };
-        u64::from(lines).max(u64::from(span).div_ceil(template_len + 1))
+        u64::from(lines).max((u64::from(span) * period).div_ceil(template_len + period)).max(period + 1)
     }
 }
 

@@ -246,7 +246,7 @@ impl<T: Unit> Core<T> {
             Some(CounterEvent::Broken) => self.claim.streak_ended(Rule::CounterLines),
             Some(CounterEvent::Reached) => {
                 let counters = self.lines.counters();
-                let ((start, block), repeats) = (counters.first_line(&self.window), counters.lines());
+                let ((start, block), repeats) = (counters.first_cycle(), counters.lines());
                 let finding = Finding {
                     rule: Rule::CounterLines,
                     period: block.len() as u64,

@@ -457,18 +457,25 @@ fn a_reset_detector_finds_what_a_new_one_finds() {
 
 /// Texts of counter lines: a few templates with one or two numbers that mostly step by one,
 /// sometimes stay, jump, go back, carry (`9` to `10`, `099` to `100`), with blank lines,
-/// identical lines and noise lines between them, and digits in noise.
+/// identical lines and noise lines between them, and digits in noise; and cycles of two or three
+/// templates (some without a number), whose numbers step line by line or once a cycle.
 fn random_counter_text(rng: &mut Rng) -> Vec<u32> {
-    const TEMPLATES: [&str; 6] = ["# a", "#. ab", "x # y #", "##", "a#", "- # é人"];
+    const TEMPLATES: [&str; 8] = ["# a", "#. ab", "x # y #", "##", "a#", "- # é人", "ab", "x y"];
     let mut text = String::new();
     for _ in 0..1 + rng.below(4) {
-        let template = TEMPLATES[rng.below(TEMPLATES.len())];
+        let period = [1, 1, 2, 3][rng.below(4)];
+        let cycle: Vec<&str> = (0..period).map(|_| TEMPLATES[rng.below(TEMPLATES.len())]).collect();
+        let once_a_cycle = rng.below(2) == 0;
         let (mut a, mut b) = (rng.below(12) as u64, rng.below(3) as u64);
         let zeros = if rng.below(4) == 0 { "0" } else { "" };
-        for _ in 0..rng.below(16) {
+        for i in 0..rng.below(16 * period) {
+            let template = cycle[i % period];
             let line = template.replacen('#', &format!("{zeros}{a}"), 1).replacen('#', &b.to_string(), 1);
             text.push_str(&line);
             text.push_str([" \n", "\n", "\n\n", "\n \n"][rng.below(4)]);
+            if once_a_cycle && i % period != period - 1 {
+                continue;
+            }
             match rng.below(12) {
                 0 => {}
                 1 => a += 2,
@@ -489,7 +496,7 @@ fn detector_agrees_with_oracle_on_counter_texts() {
 
 fn agrees_with_oracle_on_counter_texts() {
     let mut rng = Rng(0xC0DE);
-    let mut found = 0;
+    let (mut found, mut cycles) = (0, 0);
     for case in 0..3000 {
         let text = random_counter_text(&mut rng);
         let expected = oracle::scan(&text, &SMALL_RULES);
@@ -501,8 +508,10 @@ fn agrees_with_oracle_on_counter_texts() {
             "chunked, case {case}: {shown:?}"
         );
         found += expected.iter().filter(|f| f.rule == Rule::CounterLines).count();
+        cycles += expected.iter().filter(|f| f.rule == Rule::CounterLines && f.block.contains(&10)).count();
     }
     assert!(found > 500, "counter texts should reach the rule often, found {found}");
+    assert!(cycles > 100, "cycles of lines should reach the rule often, found {cycles}");
 }
 
 /// The development set's counter near-loops (`../shared/corpus/model/outputs.jsonl`, shapes

@@ -2,6 +2,7 @@
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
 use crate::detector::scan_stored;
+use crate::counters::cycle_period;
 use crate::extent::{extent, lines_from};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
@@ -79,12 +80,19 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
             (kept_end, (finding.end - kept_end).div_ceil(finding.period))
         }
         Rule::IdenticalLines | Rule::CounterLines => {
+            // A copy of a counter streak is a whole cycle of its lines.
+            let lines_per_copy = match finding.rule {
+                Rule::CounterLines => cycle_period(&finding.block) as u64,
+                _ => 1,
+            };
+            let kept_lines = keep.saturating_mul(lines_per_copy);
             let copies = lines_from(units, finding.start as usize)
                 .take_while(|line| line.start < finding.end as usize)
                 .filter(|line| line.content_end > line.start);
-            let kept_end = copies.take(keep as usize).last().map_or(finding.start, |line| line.end as u64);
+            let kept_end =
+                copies.take(kept_lines.try_into().unwrap_or(usize::MAX)).last().map_or(finding.start, |line| line.end as u64);
             let all = extent(units, rules, finding);
-            (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(keep))
+            (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(kept_lines))
         }
     }
 }
