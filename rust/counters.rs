@@ -1,24 +1,26 @@
 //! The counter-template rule, one line end at a time: a model stuck on a template where only a
-//! number advances (`1. test.py`, `2. test.py`, ...), or on a cycle of two or three lines where
-//! a number advances (`<|im_start|>assistant57` and a prompt line, then `assistant58` and the
-//! same line; `1. Apple`, `2. Banana`, `3. Apple`, ...).
+//! number advances (`1. test.py`, `2. test.py`, ...), or on a cycle of two lines where a number
+//! advances (`<|im_start|>assistant57` and a prompt line, then `assistant58` and the same line;
+//! `1. Apple`, `2. Banana`, `3. Apple`, ...).
 //!
-//! A line steps on from the line `p` lines before it (its period: 1, 2 or 3 non-blank lines)
-//! when the two are equal once every maximal run of ASCII digits is masked, and from the first
-//! to the second every number is unchanged, one up or `p` up, at least one of them up, and no
-//! number that goes up is the tail of an identifier or an index (see [`part_of_a_name`]:
-//! `value_7`, `x1`, `0x1f`, `out[7]` are generated code and data; `backup7` and `assistant57`, a
-//! number after a word, count). In a template without a letter every number must go up (the
-//! fraction of a decimal aside: `$1.5`, `$2.5`): `(7)`, bare numbers and `7. 8. 9.` count, a CSV
-//! row whose counter column is followed by other values (`7,0,0`) does not.
+//! A line steps on from the line `p` lines before it (its period: 1 or 2 non-blank lines) when
+//! the two are equal once every maximal run of ASCII digits is masked, and from the first to the
+//! second every number is unchanged, one up or `p` up, at least one of them up (in a cycle, `p`
+//! 2, exactly one: several at once are a table of values), and no number that goes up is the
+//! tail of an identifier or an index (see [`part_of_a_name`]: `value_7`, `x1`, `0x1f`, `out[7]`
+//! are generated code and data; `backup7` and `assistant57`, a number after a word, count). In a
+//! template without a letter every number must go up (the fraction of a decimal aside: `$1.5`,
+//! `$2.5`): `(7)`, bare numbers and `7. 8. 9.` count, a CSV row whose counter column is followed
+//! by other values (`7,0,0`) does not.
 //!
 //! A streak of period `p` starts at a line that steps on from the line `p` before it (the
-//! smallest such period), its first line that one; each later line continues it if it steps on
-//! from the line `p` before it or equals it, as long as no `p` lines in a row are equal to the
-//! line a period before (a cycle where no number changes is a repeated block, not a counter; so a
-//! streak of period 1 is lines that each count on). Any other non-blank line breaks the streak,
-//! and starts none (the next line may). Blank lines do not break a streak; trailing whitespace
-//! is ignored. A streak is reported by its first cycle: its first `p` lines, joined by newlines.
+//! smallest such period) and does not repeat the line before it (that is `identical_lines`), its
+//! first line that one; each later line continues it if it steps on from the line `p` before it
+//! or equals it, as long as no `p` lines in a row are equal to the line a period before (a cycle
+//! where no number changes is a repeated block, not a counter; so a streak of period 1 is lines
+//! that each count on). Any other non-blank line breaks the streak, and starts none (the next
+//! line may). Blank lines do not break a streak; trailing whitespace is ignored. A streak is
+//! reported by its first cycle: its first `p` lines, joined by newlines.
 //!
 //! How many lines a streak needs depends on its cycle (see [`required_lines`]): a cycle of
 //! words, or of templates without a letter, `counter_min_lines` or `counter_span` units of
@@ -32,17 +34,21 @@
 //!
 //! Only lines that fit `max_long_period` units (newline excluded, trailing whitespace included)
 //! can be counter lines: such a line is always whole in the window at its newline, whatever the
-//! chunking. The three latest non-blank lines are read back from the window, and copied out of
-//! it only if they would leave it (blank lines between, long lines); the streak's first cycle is
-//! copied when it starts. So a stream keeps at most four cycles of three lines of
-//! `max_long_period` units. A line more than two units longer than the one a period before
-//! (more than two numbers that carry at once: `(9, 9, 9)` to `(10, 10, 10)`) breaks the streak.
+//! chunking. The two latest non-blank lines are read back from the window, and copied out of it
+//! only if they would leave it (blank lines between, long lines); the streak's first cycle is
+//! copied when it starts. So a stream keeps at most four lines of `max_long_period` units. A
+//! line more than two units longer than the one a period before (more than two numbers that
+//! carry at once: `(9, 9, 9)` to `(10, 10, 10)`) breaks the streak.
 //!
 //! What a line costs: a line that steps on from another is no shorter (a number keeps its width
-//! or gains a digit), and the two first differ at a digit in both (the last digit that goes up,
-//! or the first of a number of nines). So a line shorter or much longer than each of the three
-//! before it, or that first differs from them at a unit no digit in either (found 16 units at a
-//! time), most lines of any text, is told apart without a digit being read.
+//! or gains a digit; in a cycle only one number steps, so it gains at most one unit), the two
+//! end alike (or both in a digit), and they first differ at a digit in both (the last digit that
+//! goes up, or the first of a number of nines). So a line shorter or much longer than each of
+//! the two before it, that ends apart from those as long, or that first differs from them at a
+//! unit no digit in either (found 16 units at a time), most lines of any text, is told apart
+//! without a digit being read. Cycles of three lines would cost clean text 12-14% more
+//! instructions in this design (a third line to compare each line with), against 7-8% for
+//! cycles of two (docs/benchmarks.md): they are not taken.
 
 use crate::classes::{classify, is_code_mark, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
@@ -61,8 +67,8 @@ pub enum CounterEvent {
     Reached,
 }
 
-/// The longest cycle of lines a streak may repeat.
-pub(crate) const MAX_PERIOD: usize = 3;
+/// The longest cycle of lines a streak may repeat (see the module's last paragraph).
+pub(crate) const MAX_PERIOD: usize = 2;
 
 /// The run of counter lines the latest lines belong to.
 #[derive(Clone, Copy, Debug)]
@@ -84,6 +90,8 @@ struct Held {
     start: u64,
     len: u64,
     end: u64,
+    /// Its last unit (trailing whitespace dropped).
+    last: u32,
     /// The start of the line `copy` holds (`u64::MAX`: none).
     copy_of: u64,
     copy: Vec<u32>,
@@ -92,11 +100,11 @@ struct Held {
 impl Held {
     /// No line yet: no line is short enough to count on from it.
     fn none() -> Held {
-        Held { start: 0, len: NO_LINE, end: 0, copy_of: u64::MAX, copy: Vec::new() }
+        Held { start: 0, len: NO_LINE, end: 0, last: 0, copy_of: u64::MAX, copy: Vec::new() }
     }
 
-    fn set(&mut self, start: u64, len: u64, end: u64) {
-        (self.start, self.len, self.end) = (start, len, end);
+    fn set(&mut self, start: u64, len: u64, end: u64, last: u32) {
+        (self.start, self.len, self.end, self.last) = (start, len, end, last);
     }
 
     fn copied(&self) -> bool {
@@ -154,7 +162,7 @@ impl Counters {
             streak: None,
             first_start: 0,
             cycle: Vec::new(),
-            recent: [Held::none(), Held::none(), Held::none()],
+            recent: [Held::none(), Held::none()],
             latest: 0,
         }
     }
@@ -188,40 +196,73 @@ impl Counters {
         (self.first_start, self.cycle.clone())
     }
 
-    /// The non-blank line `p` lines before the one being read (`p` in `1..=MAX_PERIOD`).
+    /// The slot in `recent` of the non-blank line `p` lines before the one being read (`p` in
+    /// `1..=MAX_PERIOD`), from a table: a remainder cost more than the rest of a line's check.
+    fn slot_back(&self, p: usize) -> usize {
+        const SLOTS: [[usize; MAX_PERIOD]; MAX_PERIOD] = [[0, 1], [1, 0]];
+        SLOTS[self.latest][p - 1]
+    }
+
     fn back(&self, p: usize) -> &Held {
-        &self.recent[(self.latest + MAX_PERIOD + 1 - p) % MAX_PERIOD]
+        &self.recent[self.slot_back(p)]
     }
 
     /// The non-blank line from `start`, whose content (trailing whitespace dropped) is
-    /// `content_len` units, ended at the newline `x`: what it did to the streak, if one was
-    /// running or it started one.
+    /// `content_len` units and ends in `last`, ended at the newline `x` (`repeats`: it equals
+    /// the non-blank line before it): what it did to the streak, if one was running or it
+    /// started one.
     #[inline(always)]
     pub fn on_line<T: Unit>(
         &mut self,
         start: u64,
         content_len: u64,
+        last: u32,
         x: u64,
+        repeats: bool,
         window: &Window<T>,
     ) -> Option<CounterEvent> {
-        let fits = x - start <= u64::from(self.rules.max_long_period);
+        // Lengths and last units first: most lines are told apart by them (a line that steps
+        // on is no shorter than the line it steps on from, at most `MAX_GAIN` units longer, and
+        // ends alike), whichever of the two lines before it that is: a bit for each slot of
+        // `recent` that may be.
+        let near = |slot: usize| {
+            let line = &self.recent[slot];
+            u8::from(content_len.wrapping_sub(line.len) <= MAX_GAIN as u64 && ends_alike(last, line.last)) << slot
+        };
         let event = match self.streak {
-            Some(streak) => Some(self.go_on(streak, start, content_len, fits, window)),
-            None if fits => self.start_streak(start, content_len, window),
+            Some(streak) => Some(self.go_on(streak, start, content_len, x, window)),
+            // A line that repeats the one before is the identical-lines rule's: it starts none.
+            None if !repeats => match near(0) | near(1) {
+                0 => None,
+                slots => self.start_streak(slots, start, content_len, x, window),
+            },
             None => None,
         };
-        self.latest = (self.latest + 1) % MAX_PERIOD;
-        self.recent[self.latest].set(start, content_len, x);
+        self.latest = if self.latest + 1 == MAX_PERIOD { 0 } else { self.latest + 1 };
+        self.recent[self.latest].set(start, content_len, x, last);
         event
     }
 
-    /// No streak is running: starts one if the line steps on from the line one, two or three
-    /// before it (the first that it does). Lengths first: most lines are told apart by them.
-    #[inline(always)]
-    fn start_streak<T: Unit>(&mut self, start: u64, content_len: u64, window: &Window<T>) -> Option<CounterEvent> {
+    /// No streak is running: starts one if the line steps on from the line one or two before it
+    /// (the first that it does), of those in the `near` slots of `recent`.
+    #[inline(never)]
+    fn start_streak<T: Unit>(
+        &mut self,
+        near: u8,
+        start: u64,
+        content_len: u64,
+        x: u64,
+        window: &Window<T>,
+    ) -> Option<CounterEvent> {
+        if x - start > u64::from(self.rules.max_long_period) {
+            return None;
+        }
         for p in 1..=MAX_PERIOD {
-            let before = self.back(p);
-            if content_len.wrapping_sub(before.len) <= MAX_GAIN as u64
+            let slot = self.slot_back(p);
+            let before = &self.recent[slot];
+            // In a cycle one number steps, by at most 3: it gains at most a digit.
+            if near & (1 << slot) != 0
+                && (p == 1 || content_len - before.len <= 1)
                 && before.fits(&self.rules)
                 && self.steps_on(before, start, content_len, p, window)
                 && (1..p).all(|q| self.back(q).fits(&self.rules))
@@ -235,7 +276,14 @@ impl Counters {
     /// Whether the line from `start` steps on from `before` (which fits, no longer, and at most
     /// `MAX_GAIN` units shorter) in a cycle of `period` lines.
     #[inline(always)]
-    fn steps_on<T: Unit>(&self, before: &Held, start: u64, content_len: u64, period: usize, window: &Window<T>) -> bool {
+    fn steps_on<T: Unit>(
+        &self,
+        before: &Held,
+        start: u64,
+        content_len: u64,
+        period: usize,
+        window: &Window<T>,
+    ) -> bool {
         let from = if before.copied() { Some(0) } else { first_difference_at_digits(before, start, window) };
         from.is_some_and(|from| counts_from(before, start, content_len, from, period, window))
     }
@@ -270,9 +318,10 @@ impl Counters {
         streak: Streak,
         start: u64,
         content_len: u64,
-        fits: bool,
+        x: u64,
         window: &Window<T>,
     ) -> CounterEvent {
+        let fits = x - start <= u64::from(self.rules.max_long_period);
         let before = self.back(streak.period);
         let continues = if !fits || !before.fits(&self.rules) {
             None
@@ -306,6 +355,13 @@ impl Counters {
             window.first_break(start - before.start, start, start + before.len) == start + before.len
         }
     }
+}
+
+/// Whether two lines that end in `a` and `b` may step on one from the other: their templates
+/// are equal, so they end alike or both in a number. Most lines of the same length end apart.
+#[inline(always)]
+fn ends_alike(a: u32, b: u32) -> bool {
+    a == b || is_digit(a) && is_digit(b)
 }
 
 /// Whether the line from `start` (`content_len` units) steps on from `before` in a cycle of
@@ -448,8 +504,9 @@ pub(crate) fn cycle_period(block: &[u32]) -> usize {
 
 /// Whether `after` steps on from `before`, the line a period of `period` lines before it, in
 /// a counter streak: equal outside their digit runs, with as many runs, each number unchanged,
-/// one up or `period` up, at least one up, none that goes up [`part_of_a_name`], and in a
-/// template without a letter every number up but the fraction of a decimal.
+/// one up or `period` up, at least one up (in a cycle of more than one line, exactly one), none
+/// that goes up [`part_of_a_name`], and in a template without a letter every number up but the
+/// fraction of a decimal.
 pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S], period: usize) -> bool {
     counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0, period)
 }
@@ -483,7 +540,9 @@ fn counts_on_by(
                 // index (`out[7]`): numbered names and subscripts are generated code and data
                 // (CUDA's generated headers count `"=r"(__out_var[N]),` to 127), not a template
                 // a model is stuck on.
-                if part_of_a_name(&before, i) {
+                // In a cycle only one number steps: the item's (several at once are a table of
+                // values, as in the test data of decimal arithmetic).
+                if part_of_a_name(&before, i) || advanced && period > 1 {
                     return false;
                 }
                 advanced = true;
@@ -718,7 +777,8 @@ mod tests {
             code_counter_min_lines: 2,
             code_counter_span: 0,
             ..*DEFAULT_RULES
-        }).unwrap();
+        })
+        .unwrap();
         assert_eq!(required_lines(&r, &[units("1. a"), units("b"), units("c")]), 4);
     }
 

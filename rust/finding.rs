@@ -50,11 +50,12 @@ impl fmt::Display for Rule {
 pub struct Finding {
     pub rule: Rule,
     /// Units in one copy of the block. For `identical_lines`: the line's length without its
-    /// newline and trailing whitespace; for `counter_lines`, the first line's (the lines after
-    /// it differ in their numbers, so in length where a number gains a digit).
+    /// newline and trailing whitespace; for `counter_lines`, the block's (the lines after it
+    /// differ in their numbers, so in length where a number gains a digit).
     pub period: u64,
     /// One copy of the repeated block (for `identical_lines`, the line without newline and
-    /// trailing whitespace; for `counter_lines`, the first line so). A line longer than the detector's window is cut to its last
+    /// trailing whitespace; for `counter_lines`, the first line so, or for a cycle of lines its
+    /// first cycle, the lines joined by newlines). A line longer than the detector's window is cut to its last
     /// `window` units.
     pub block: Vec<u32>,
     /// Where the first copy starts (for `identical_lines`, where the first line starts).

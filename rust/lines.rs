@@ -217,12 +217,18 @@ impl Lines {
     #[inline(always)]
     pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
         let start = std::mem::replace(&mut self.current_start, x + 1);
+        // The line's last unit (trailing whitespace dropped), which the counter rule compares.
+        let mut last = 0;
         let line = if self.current.len > 0 {
             self.folded_line(start, x, window)
         } else {
             let mut end = x;
-            let mut last = before;
-            while end > start && is_whitespace(last.take().unwrap_or_else(|| window.at(end - 1))) {
+            let mut unit = before;
+            while end > start {
+                last = unit.take().unwrap_or_else(|| window.at(end - 1));
+                if !is_whitespace(last) {
+                    break;
+                }
                 end -= 1;
             }
             Line { start, content_len: end - start, hash: None, kind: None }
@@ -231,11 +237,12 @@ impl Lines {
             // Blank lines do not break a streak.
             return None;
         }
-        let counter = self.counters.on_line(start, line.content_len, x, window);
         let identical = match self.streak {
             Some(streak) if streak.content_len == line.content_len => self.on_same_length(streak, line, window),
             _ => self.new_streak(line),
         };
+        let repeats = identical != LineEvent::NewStreak;
+        let counter = self.counters.on_line(start, line.content_len, last, x, repeats, window);
         Some(LineEvents { identical, counter })
     }
 

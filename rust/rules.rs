@@ -45,8 +45,8 @@ pub struct RuleValues {
     /// Consecutive identical lines needed when the line is code, digits or punctuation.
     pub code_min_lines: u32,
     /// Consecutive counter lines (equal once digit runs are masked, every number unchanged or
-    /// one up from the line before, at least one up) needed by a long template of words, or
-    /// without a letter.
+    /// one up from the line before, at least one up; or a cycle of two such lines, see
+    /// the counters module) needed by a long template of words, or without a letter.
     pub counter_min_lines: u32,
     /// Units (template length plus newline, times lines) after which a counter streak of such a
     /// template needs no more than `counter_min_lines`: a short template needs more lines (see

@@ -457,7 +457,7 @@ fn a_reset_detector_finds_what_a_new_one_finds() {
 
 /// Texts of counter lines: a few templates with one or two numbers that mostly step by one,
 /// sometimes stay, jump, go back, carry (`9` to `10`, `099` to `100`), with blank lines,
-/// identical lines and noise lines between them, and digits in noise; and cycles of two or three
+/// identical lines and noise lines between them, and digits in noise; and cycles of two or three (which are no counters beyond two)
 /// templates (some without a number), whose numbers step line by line or once a cycle.
 fn random_counter_text(rng: &mut Rng) -> Vec<u32> {
     const TEMPLATES: [&str; 8] = ["# a", "#. ab", "x # y #", "##", "a#", "- # é人", "ab", "x y"];

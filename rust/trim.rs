@@ -1,8 +1,8 @@
 //! Trimming before persistence: every degenerate region keeps its first few copies and a marker
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
-use crate::detector::scan_stored;
 use crate::counters::cycle_period;
+use crate::detector::scan_stored;
 use crate::extent::{extent, lines_from};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
@@ -89,8 +89,10 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
             let copies = lines_from(units, finding.start as usize)
                 .take_while(|line| line.start < finding.end as usize)
                 .filter(|line| line.content_end > line.start);
-            let kept_end =
-                copies.take(kept_lines.try_into().unwrap_or(usize::MAX)).last().map_or(finding.start, |line| line.end as u64);
+            let kept_end = copies
+                .take(kept_lines.try_into().unwrap_or(usize::MAX))
+                .last()
+                .map_or(finding.start, |line| line.end as u64);
             let all = extent(units, rules, finding);
             (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(kept_lines))
         }

@@ -269,16 +269,29 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
                 }
             }
             4 => {
-                // Counter lines: a template around a number that mostly counts up by one.
-                let (head, tail): (Vec<u32>, Vec<u32>) =
-                    ((0..below(u, 8)).map(|_| pick(u)).collect(), (0..below(u, 8)).map(|_| pick(u)).collect());
+                // Counter lines: a template, or a cycle of two or three (some without a number),
+                // around a number that mostly counts up by one, line by line or once a cycle.
+                let period = 1 + below(u, 3);
+                let cycle: Vec<(Vec<u32>, Vec<u32>, bool)> = (0..period)
+                    .map(|_| {
+                        let head = (0..below(u, 8)).map(|_| pick(u)).collect();
+                        let tail = (0..below(u, 8)).map(|_| pick(u)).collect();
+                        (head, tail, period == 1 || below(u, 3) != 0)
+                    })
+                    .collect();
+                let once_a_cycle = below(u, 2) == 0;
                 let mut n = u64::from(byte(u)).saturating_mul([1, 1, 1_000_000_007, u64::MAX / 2][below(u, 4)]);
-                for _ in 0..below(u, 200) {
-                    out.extend_from_slice(&head);
-                    out.extend(n.to_string().chars().map(u32::from));
-                    out.extend_from_slice(&tail);
+                for i in 0..below(u, 200) {
+                    let (head, tail, numbered) = &cycle[i % period];
+                    out.extend_from_slice(head);
+                    if *numbered {
+                        out.extend(n.to_string().chars().map(u32::from));
+                    }
+                    out.extend_from_slice(tail);
                     out.push(NEWLINE);
-                    n = n.saturating_add([1, 1, 1, 1, 1, 0, 2][below(u, 7)]);
+                    if !once_a_cycle || i % period == period - 1 {
+                        n = n.saturating_add([1, 1, 1, 1, 1, 0, 2][below(u, 7)]);
+                    }
                     if out.len() >= MAX_UNITS {
                         break;
                     }
@@ -423,6 +436,15 @@ fn names_something(line: &[u32], at: usize) -> bool {
     }
 }
 
+/// A digit string plus `step` (1 to 3), keeping its width unless the first digit carries.
+fn plus(digits: &[u32], step: usize) -> Vec<u32> {
+    let mut out = digits.to_vec();
+    for _ in 0..step {
+        out = plus_one(&out);
+    }
+    out
+}
+
 /// A digit string plus one, keeping its width unless it is all nines.
 fn plus_one(digits: &[u32]) -> Vec<u32> {
     let mut out = digits.to_vec();
@@ -438,9 +460,10 @@ fn plus_one(digits: &[u32]) -> Vec<u32> {
     out
 }
 
-/// Whether `after` counts on from `before` (the rule as `Rules::required_counter_lines` and
-/// the docs state it), written apart from the core's reading.
-fn counts_on(before: &[u32], after: &[u32]) -> bool {
+/// Whether `after` steps on from `before`, the line `period` non-blank lines before it (the
+/// rule as `Rules::required_counter_lines` and the docs state it), written apart from the core's
+/// reading: each number unchanged, one up or `period` up (in a cycle, exactly one up).
+fn counts_on(before: &[u32], after: &[u32], period: usize) -> bool {
     // At most two units longer: two numbers that carry at once.
     if !(before.len()..=before.len() + 2).contains(&after.len()) {
         return false;
@@ -452,8 +475,10 @@ fn counts_on(before: &[u32], after: &[u32]) -> bool {
     let mut advanced = false;
     let mut all_up = true;
     for ((a, at), (b, _)) in n1.iter().zip(&n2) {
-        if *b == plus_one(a) {
-            if names_something(before, *at) {
+        let up = [1, period].into_iter().any(|step| *b == plus(a, step));
+        if up {
+            // In a cycle, one number at a time.
+            if names_something(before, *at) || advanced && period > 1 {
                 return false;
             }
             advanced = true;
@@ -469,17 +494,63 @@ fn counts_on(before: &[u32], after: &[u32]) -> bool {
     advanced && (letter || all_up)
 }
 
-/// Counter lines a template needs; indentation does not count. Templates of words (no mark of
-/// code, at least 3 of 4 visible units letters) and without letters take the first pair of
-/// values, code and markup the `code_counter_` pair.
-fn counter_lines_needed(rules: &Rules, line: &[u32]) -> u64 {
-    let indent = line.iter().take_while(|&&u| is_ws(u)).count();
-    let (template, _) = masked(&line[indent..]);
-    let visible: Vec<Option<u32>> = template.iter().copied().filter(|u| !u.is_some_and(is_ws)).collect();
-    let letters = visible.iter().flatten().filter(|&&u| is_letter(u)).count();
-    let code = visible.iter().flatten().any(|&u| "_()[]{}<>=;\"'`".contains(char::from_u32(u).unwrap_or('a')));
-    let words = letters == 0 || !code && 4 * letters >= 3 * visible.len();
-    rules.required_counter_lines(template.len() as u64, words)
+/// Counter lines a cycle of lines needs; indentation does not count, a chat-template marker
+/// (`<|name|>`) counts in the length and is neither letters nor code. A cycle of words (every
+/// line of words: no mark of code, at least 3 of 4 visible units letters; or without letters)
+/// takes the first pair of values, code and markup the `code_counter_` pair.
+fn counter_lines_needed(rules: &Rules, cycle: &[&[u32]]) -> u64 {
+    let (mut len, mut words) = (0, true);
+    for line in cycle {
+        let indent = line.iter().take_while(|&&u| is_ws(u)).count();
+        let (template, _) = masked(&line[indent..]);
+        len += template.len() as u64;
+        let shown: String = template.iter().map(|u| u.and_then(char::from_u32).unwrap_or('0')).collect();
+        let marker = in_chat_markers(&shown);
+        let visible: Vec<char> =
+            shown.chars().zip(&marker).filter(|&(c, &m)| !m && !c.is_whitespace()).map(|(c, _)| c).collect();
+        let letters = visible.iter().filter(|c| c.is_alphabetic()).count();
+        let code = visible.iter().any(|&c| "_()[]{}<>=;\"'`".contains(c));
+        words &= letters == 0 || !code && 4 * letters >= 3 * visible.len();
+    }
+    rules.required_counter_lines(len, cycle.len() as u64, words)
+}
+
+/// Which chars of `line` are inside a chat-template marker: `<|`, one or more ASCII letters,
+/// digits or `_`, `|>`.
+fn in_chat_markers(line: &str) -> Vec<bool> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut inside = vec![false; chars.len()];
+    let mut i = 0;
+    while i + 1 < chars.len() {
+        if chars[i] == '<' && chars[i + 1] == '|' {
+            let name = chars[i + 2..].iter().take_while(|c| c.is_ascii_alphanumeric() || **c == '_').count();
+            let end = i + 2 + name;
+            if name > 0 && chars.get(end) == Some(&'|') && chars.get(end + 1) == Some(&'>') {
+                inside[i..end + 2].iter_mut().for_each(|m| *m = true);
+                i = end + 2;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    inside
+}
+
+/// The lines of a counter streak from its first: the first cycle, then each line that steps on
+/// from the line a period before or equals it (fewer than a period of equal lines in a row).
+/// Asserts each line of `lines` (non-blank, trailing whitespace dropped) does.
+fn assert_a_counter_streak(lines: &[&[u32]], period: usize, what: &dyn Fn() -> String) {
+    let mut flat = 0;
+    for k in period..lines.len() {
+        let (before, line) = (lines[k - period], lines[k]);
+        if period > 1 && before == line {
+            flat += 1;
+            assert!(flat < period, "a cycle where no number changes: {}", what());
+        } else {
+            assert!(counts_on(before, line, period), "a line that does not step on: {}", what());
+            flat = 0;
+        }
+    }
 }
 
 /// Soundness of every finding of `units` under `rules`, without an oracle: each one is backed
@@ -545,24 +616,28 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                     .split(|&u| u == NEWLINE)
                     .filter(|l| !trim_trailing_ws(l).is_empty())
                     .collect();
-                let content = trim_trailing_ws(lines[0]);
-                assert_eq!((f.block.as_slice(), f.period), (content, content.len() as u64), "{}", ctx());
                 assert!(lines.iter().all(|l| fits(l)), "a line longer than max_long_period: {}", ctx());
-                for pair in lines.windows(2) {
-                    let (a, b) = (trim_trailing_ws(pair[0]), trim_trailing_ws(pair[1]));
-                    assert!(counts_on(a, b), "a line that does not count on: {}", ctx());
-                }
-                let need = counter_lines_needed(rules, content);
+                let lines: Vec<&[u32]> = lines.into_iter().map(trim_trailing_ws).collect();
+                // The block is the first cycle: its lines joined by newlines.
+                let period = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
+                assert!((1..=2).contains(&period) && lines.len() > period, "{}", ctx());
+                assert_eq!(f.block, lines[..period].join(&NEWLINE), "block is not the first cycle: {}", ctx());
+                assert_eq!(f.period, f.block.len() as u64, "{}", ctx());
+                assert_a_counter_streak(&lines, period, &ctx);
+                // It starts with a step, by the smallest period, at a line that does not repeat
+                // the one before.
+                assert!(counts_on(lines[0], lines[period], period), "{}", ctx());
+                assert!(lines[period - 1] != lines[period], "a repeated line starts a streak: {}", ctx());
+                assert!(
+                    (1..period).all(|q| !counts_on(lines[period - q], lines[period], q)),
+                    "a shorter period steps on: {}",
+                    ctx()
+                );
+                let need = counter_lines_needed(rules, &lines[..period]);
                 assert_eq!(f.repeats, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(lines.len() as u64, f.repeats, "{}", ctx());
-                // The streak starts here: the previous non-blank line (if any) does not lead in.
-                if start > 0 {
-                    let before: Vec<&[u32]> = units[..start - 1].split(|&u| u == NEWLINE).collect();
-                    if let Some(previous) = before.iter().rev().find(|l| !trim_trailing_ws(l).is_empty()) {
-                        let leads = fits(previous) && counts_on(trim_trailing_ws(previous), content);
-                        assert!(!leads, "streak starts earlier: {}", ctx());
-                    }
-                }
+                // Where a streak may start depends on the one before it (a line that breaks a
+                // streak starts none), which the oracle comparison checks.
             }
         }
         if i > 0 {
@@ -787,8 +862,14 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                 assert!(r.repeats >= 1, "{}", ctx("repeats"));
             }
             Rule::CounterLines => {
+                // A copy is a cycle of lines.
+                let period = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
                 let kept = non_blank_lines(&units[f.start as usize..start]);
-                assert!(kept >= keep, "{}", ctx("fewer than `keep` lines kept"));
+                assert!(
+                    u128::from(kept) >= u128::from(keep) * period as u128,
+                    "{}",
+                    ctx("fewer than `keep` cycles kept")
+                );
                 assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
                 let lines = || {
                     units[f.start as usize..end].split(|&u| u == NEWLINE).filter(|l| !trim_trailing_ws(l).is_empty())
@@ -796,11 +877,7 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                 let removed = lines().count() as u64 - kept;
                 assert_eq!(r.repeats, removed, "{}", ctx("repeats"));
                 let all: Vec<&[u32]> = lines().map(trim_trailing_ws).collect();
-                assert!(
-                    all.windows(2).all(|w| counts_on(w[0], w[1])),
-                    "{}",
-                    ctx("removed a line that does not count on")
-                );
+                assert_a_counter_streak(&all, period, &|| ctx("removed a line that does not step on"));
             }
         }
         expected.extend_from_slice(&units[cursor..start]);

@@ -112,6 +112,18 @@ class Rules:
     ``max_long_period`` units never count. ``for_tokens`` turns the rule off in effect
     (``counter_min_lines`` 2**24): token ids 48-57 are no digits.
 
+    The same rule takes cycles of two non-empty lines where one number steps on
+    (``<|im_start|>assistant57`` and a prompt line, then ``assistant58`` and the same line;
+    ``1. Apple``, ``2. Banana``, ``3. Apple``): each line equals the line a cycle before it
+    once digits are masked, with exactly one number one up or up by the cycle's length, or is
+    equal to it, and no cycle passes without a step. A streak starts at its first step (not
+    at a line that repeats the line before it, which is ``identical_lines``'s) and is
+    reported by its first cycle (its lines joined by newlines, as ``block``); a cycle's template
+    is its lines' together, and it is of words only if every line is: max(``counter_min_lines``,
+    ceil(``counter_span`` * P / (L + P))) lines for P lines of L units together, and always a
+    line more than P. A chat-template marker (``<|im_end|>``: ``<|``, ASCII letters, digits or
+    ``_``, ``|>``) is no code in a counter template: 13.txt's cycle needs 21 lines.
+
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
     """
@@ -221,11 +233,13 @@ class Finding:
     @property
     def period(self) -> int:
         """Units in one copy of the block (for ``identical_lines`` and ``counter_lines``: the
-        (first) line without its newline and trailing whitespace)."""
+        (first) line without its newline and trailing whitespace; for a cycle of counter lines,
+        its first cycle of lines joined by newlines)."""
     @property
     def block(self) -> str:
         """One copy of the repeated block (for ``identical_lines``, the line; for
-        ``counter_lines``, the first line; a line longer than
+        ``counter_lines``, the first line, or the first cycle's lines joined by newlines, each
+        without trailing whitespace; a line longer than
         the detector's window, 15,362 units at the defaults, is given by the part of it the
         window holds at the newline: its last ``window - 1 - w`` units, ``w`` being the trailing
         whitespace)."""

@@ -176,8 +176,17 @@ def test_numbers_step_on_their_digits_keeping_their_width() -> None:
     skipping = "".join(f"row {2 * n} is ready\n" for n in range(200))
     assert loopbreak.scan(skipping) == []
     # Leading zeros are part of a number: `0001` after `000` is another number, not one up.
-    widening = "".join(f"row {n:0{3 + n % 2}d} is ready\n" for n in range(200))
+    widths = random.Random(7).choices([3, 4], k=200)
+    widening = "".join(f"row {n:0{width}d} is ready\n" for n, width in enumerate(widths))
     assert loopbreak.scan(widening) == []
+    # Two widths taking turns, each counting by two every other line, are a cycle of two lines.
+    alternating = "".join(f"row {n:0{3 + n % 2}d} is ready\n" for n in range(200))
+    [f] = loopbreak.scan(alternating)
+    assert (f.rule, f.block, f.repeats) == (
+        "counter_lines",
+        "row 000 is ready\nrow 0001 is ready",
+        200,
+    )
 
 
 def test_a_line_gains_at_most_two_units_on_the_line_before() -> None:
@@ -242,10 +251,85 @@ def test_counting_loops_models_write_are_found(line: str, needed: int) -> None:
 
 
 @needs_corpus
-def test_the_two_line_counter_of_the_incident_corpus_is_not_a_line_counter() -> None:
+def test_the_two_line_counter_of_the_incident_corpus_is_found_as_a_cycle() -> None:
     # llama.cpp#19585 (13.txt): `<|im_start|>assistantN` counts on every other line, between
-    # copies of one prompt line: a cycle of two lines, which the rule (line after line) does not
-    # take, though `assistant57` to `assistant58` is a step (alone, its 21 lines of markup would
-    # need 67).
+    # copies of one prompt line: a cycle of two lines. Chat-template markers are no code, so the
+    # cycle is of words: 21 lines (2 * 640 / (22 + 38 + 2)), found at the excerpt's 22nd line.
     text = (CORPUS / "loops" / "13.txt").read_text(encoding="utf-8")
-    assert [f for f in loopbreak.scan(text) if f.rule == "counter_lines"] == []
+    [f] = loopbreak.scan(text)
+    first_cycle = "<|im_start|>assistant57\ntell me something about you？<|im_end|>"
+    assert (f.rule, f.block, f.period, f.repeats) == ("counter_lines", first_cycle, 62, 41)
+    assert text[f.start : f.start + f.period] == f.block
+    assert text[: f.detected_at].count("\n") == 22
+    assert required_counter_lines(loopbreak.Rules(), first_cycle) == 21
+    # Trimmed, whole cycles stay: the first three, then the marker.
+    trimmed = loopbreak.trim(text)
+    assert trimmed.text.startswith(text[: text.index("<|im_start|>assistant60")] + "\n[loopbreak:")
+
+
+@pytest.mark.parametrize(
+    "cycle",
+    [
+        # Numbered items that take turns: each counts by two.
+        ["{n}. Apple is a fruit", "{n}. Banana is a fruit"],
+        # A counting line between lines that stay: the streak starts at its first step, so
+        # from the first counting line.
+        ["Question {c}:", "What is the capital of France?"],
+        ["Tell me a joke, number {c}", "<|im_end|>"],
+    ],
+)
+def test_cycles_of_two_lines_are_found(cycle: list[str]) -> None:
+    period = len(cycle)
+    lines = [cycle[i % period].format(n=i + 1, c=i // period + 1) for i in range(60)]
+    text = "Sure:\n\n" + "".join(line + "\n" for line in lines)
+    [f] = loopbreak.scan(text)
+    first = next(i for i, line in enumerate(lines) if "{" in cycle[i % period])
+    first_cycle = "\n".join(lines[first : first + period])
+    start = text.index(lines[first] + "\n")
+    assert (f.rule, f.block, f.start, f.repeats) == (
+        "counter_lines",
+        first_cycle,
+        start,
+        60 - first,
+    )
+    need = required_counter_lines(loopbreak.Rules(), first_cycle)
+    assert text[f.start : f.detected_at].count("\n") == need
+    # Streamed in small pieces, the guard stops at the same line.
+    detector = loopbreak.Detector()
+    stopped = next(hit for i in range(0, len(text), 5) if (hit := detector.feed(text[i : i + 5])))
+    assert stopped.detected_at == f.detected_at
+    # Trimmed, the first three cycles stay.
+    trimmed = loopbreak.trim(text)
+    kept = lines[first : first + 3 * period]
+    assert trimmed.text.startswith(text[: f.start] + "".join(line + "\n" for line in kept))
+    assert f"repeated {60 - first - 3 * period} more lines" in trimmed.text
+
+
+def test_numbered_text_that_takes_turns_but_is_not_stuck_is_not_a_cycle() -> None:
+    # A numbered list with an explanation under each item.
+    doc = "".join(
+        f"{n}. Step {n}\n   Run the command and check the output of step {n}.\n"
+        for n in range(1, 60)
+    )
+    assert [f.rule for f in loopbreak.scan(doc)] == []
+    # A table of computed values (decimal's test data): several numbers step at once.
+    values = "".join(
+        f"sqtx{3300 + n} squareroot 0.{170 + n // 2} -> 0.{410 + n // 2}  Inexact Rounded\n"
+        if n % 2
+        else f"sqtx{3300 + n} squareroot 0.0{170 + n // 2} -> 0.{130 + n // 4}  Inexact Rounded\n"
+        for n in range(200)
+    )
+    assert loopbreak.scan(values) == []
+    # A two-line record whose id counts and whose values differ.
+    records = "".join(f'  "id": {n},\n  "name": "user{n * 7 % 97}",\n' for n in range(100))
+    assert loopbreak.scan(records) == []
+    # Years in a list of events; a CSV with a counter column and varying values.
+    events = ["won the final", "lost in the semi-final", "did not qualify", "won the group"]
+    picks = random.Random(3).choices(events, k=60)
+    years = "".join(f"- {1950 + n}: {event}\n" for n, event in enumerate(picks))
+    assert loopbreak.scan(years) == []
+    csv = "".join(f"{n},{n * 37 % 11},x\n{n},total\n" for n in range(100))
+    assert loopbreak.scan(csv) == []
+    # A cycle in which no number changes is a repeated block (long_block), not a counter.
+    block = "Step 1: wait\nStep 2: retry\n" * 40
+    assert all(f.rule != "counter_lines" for f in loopbreak.scan(block))

@@ -407,11 +407,10 @@ def template(line: str) -> tuple[str, list[str], list[str]]:
 MAX_GAIN = 2
 
 
-def plus_one(digits: str) -> str:
-    """A digit string plus one, keeping its width unless it is all nines (``099`` -> ``100``)."""
-    kept = digits.rstrip("9")
-    zeros = "0" * (len(digits) - len(kept))
-    return kept[:-1] + str(int(kept[-1]) + 1) + zeros if kept else "1" + zeros
+def plus(digits: str, step: int) -> str:
+    """A digit string plus ``step``, keeping its width unless its first digit carries
+    (``099`` + 1 -> ``100``, ``98`` + 3 -> ``101``)."""
+    return str(int(digits) + step).zfill(len(digits))
 
 
 def part_of_a_name(line: str, at: int) -> bool:
@@ -431,18 +430,22 @@ def part_of_a_name(line: str, at: int) -> bool:
     return letters > 0 and (letters < 3 or glued or camel)
 
 
-def counts_on(prev: str, line: str) -> bool:
-    """Whether ``line`` follows ``prev`` in a counter streak: at most ``MAX_GAIN`` units longer
-    and no shorter, the same template, every number's digits unchanged or plus one, at least
-    one plus one, none that goes up as part of a name (an identifier's tail or an index), and in
-    a template without a letter every number plus one but the fraction of a decimal."""
+def counts_on(prev: str, line: str, period: int = 1) -> bool:
+    """Whether ``line`` steps on from ``prev``, the line ``period`` non-blank lines before it:
+    at most ``MAX_GAIN`` units longer and no shorter, the same template, every number's digits
+    unchanged, plus one or plus ``period``, at least one up (in a cycle, ``period`` above 1,
+    exactly one), none that goes up as part of a name
+    (an identifier's tail or an index), and in a template without a letter every number up but
+    the fraction of a decimal."""
     if not 0 <= len(line) - len(prev) <= MAX_GAIN:
         return False
     (t1, n1, _), (t2, n2, _) = template(prev), template(line)
     if t1 != t2:
         return False
-    steps = [0 if b == a else 1 if b == plus_one(a) else None for a, b in zip(n1, n2)]
-    if None in steps or 1 not in steps:
+    steps = [
+        0 if b == a else 1 if b in (plus(a, 1), plus(a, period)) else None for a, b in zip(n1, n2)
+    ]
+    if None in steps or 1 not in steps or (period > 1 and steps.count(1) > 1):
         return False
     starts = [m.start() for m in re.finditer("[0-9]+", prev)]
     if any(part_of_a_name(prev, at) for at, step in zip(starts, steps) if step == 1):
@@ -452,68 +455,112 @@ def counts_on(prev: str, line: str) -> bool:
     return has_letter or all(step == 1 or f for step, f in zip(steps, fraction))
 
 
-def required_counter_lines(rules: loopbreak.Rules, line: str) -> int:
-    """Counter lines a streak of ``line``'s template needs; the template's length counts each
-    digit run as one unit and leaves out the indentation. A template of words (no mark of code,
-    at least 3 of 4 visible units letters) or without a letter needs ``counter_min_lines`` or
-    ``counter_span``; code and markup the ``code_counter_`` values."""
-    indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
-    masked, _, _ = template(line[indent:])
-    visible = [ch for ch in masked if ch not in WHITESPACE]
-    letters = sum(is_letter(ch) for ch in visible)
-    code = any(ch in CODE_MARKS for ch in visible)
-    if letters == 0 or (not code and 4 * letters >= 3 * len(visible)):
-        lines, span = rules.counter_min_lines, rules.counter_span
+# A chat-template marker (``<|im_end|>``): text a model writes between turns, not code.
+CHAT_MARKER = re.compile(r"<\|[A-Za-z0-9_]+\|>")
+
+
+def required_counter_lines(rules: loopbreak.Rules, cycle: str) -> int:
+    """Counter lines a streak of the cycle ``cycle`` (its lines joined by newlines, as a
+    finding's block) needs. A line's template leaves out the indentation and counts each digit
+    run as one unit; a cycle's is its lines' together. A cycle whose every line is of words (no
+    mark of code, at least 3 of 4 visible units letters, chat-template markers left out of both)
+    or without a letter needs ``counter_min_lines`` or ``counter_span``; code and markup the
+    ``code_counter_`` values; any cycle a line more than its lines."""
+    lines = cycle.split("\n")
+    length, words = 0, True
+    for line in lines:
+        indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
+        masked, _, _ = template(line[indent:])
+        length += len(masked)
+        visible = [ch for ch in CHAT_MARKER.sub("", masked) if ch not in WHITESPACE]
+        letters = sum(is_letter(ch) for ch in visible)
+        code = any(ch in CODE_MARKS for ch in visible)
+        words = words and (letters == 0 or (not code and 4 * letters >= 3 * len(visible)))
+    if words:
+        least, span = rules.counter_min_lines, rules.counter_span
     else:
-        lines, span = rules.code_counter_min_lines, rules.code_counter_span
-    return max(lines, ceil_div(span, len(masked) + 1))
+        least, span = rules.code_counter_min_lines, rules.code_counter_span
+    period = len(lines)
+    return max(least, ceil_div(span * period, length + period), period + 1)
 
 
 def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
-    """Streaks of counter lines: non-blank terminated lines of at most ``max_long_period``
-    units (newline excluded) holding a digit, each counting on from the non-blank line before
-    it; any other non-blank line breaks a streak, blank lines are skipped."""
+    """Streaks of counter lines, read line by line: non-blank lines (blank ones skipped) of at
+    most ``max_long_period`` units (newline excluded). With no streak running, a line that does
+    not repeat the line before it and steps on from the line 1 or 2 before it (the first that
+    does, all of them fitting) starts a
+    streak of that period from that line. A running streak goes on with each line that steps on
+    from the line a period before it, or equals it while fewer than a period of lines in a row
+    do; any other line ends it and starts none."""
     lines: list[tuple[int, str, int, bool]] = []
     start = 0
     for i, ch in enumerate(u):
         if ch == "\n":
             content = rstrip_whitespace(u[start:i])
             if content:
-                fits = i - start <= rules.max_long_period
-                lines.append((start, content, i + 1, fits and any(c in DIGITS for c in content)))
+                lines.append((start, content, i + 1, i - start <= rules.max_long_period))
             start = i + 1
+    tail = rstrip_whitespace(u[start:])
+    tail_fits = len(u) - start <= rules.max_long_period
+
+    def continues(before: str, line: str, period: int, flat: int) -> int | None:
+        """The count of equal lines in a row after ``line``, if it continues the streak."""
+        if period > 1 and before == line:
+            return flat + 1 if flat + 1 < period else None
+        return 0 if counts_on(before, line, period) else None
+
     out: list[Candidate] = []
-    i = 0
-    while i < len(lines):
-        if not lines[i][3]:
-            i += 1
-            continue
-        k = i + 1
-        while k < len(lines) and lines[k][3] and counts_on(lines[k - 1][1], lines[k][1]):
-            k += 1
-        streak = lines[i:k]
-        need = required_counter_lines(rules, streak[0][1])
-        if len(streak) >= need:
-            first, content = streak[0][0], streak[0][1]
-            ends = tuple(line[2] for line in streak[need - 1 :])
-            finding = OracleFinding(
-                "counter_lines", len(content), content, first, need, ends[0], ends[0]
+    first, period, flat = -1, 0, 0
+    for k in range(len(lines) + 1):
+        if period:
+            after = (
+                continues(lines[k - period][1], lines[k][1], period, flat)
+                if k < len(lines) and lines[k][3]
+                else None
             )
-            # Offline, a last line the text ends in (no newline) is one more if it counts on.
-            whole_end, copies = ends[-1], len(streak)
-            tail = rstrip_whitespace(u[start:])
-            if (
+            if after is not None:
+                flat = after
+                continue
+            # Offline, a last line the text ends in (no newline) is one more if it continues.
+            more = (
                 k == len(lines)
-                and tail
-                and len(u) - start <= rules.max_long_period
-                and counts_on(streak[-1][1], tail)
-            ):
-                whole_end, copies = len(u), copies + 1
-            out.append(
-                Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)
+                and bool(tail)
+                and tail_fits
+                and continues(lines[k - period][1], tail, period, flat) is not None
             )
-        i = k
+            out.extend(counter_candidate(rules, u, lines[first:k], period, more))
+            period = 0
+            continue
+        # A line that repeats the one before starts none (that is identical_lines).
+        if k == len(lines) or not lines[k][3] or (k > 0 and lines[k - 1][1] == lines[k][1]):
+            continue
+        for p in range(1, min(2, k) + 1):
+            if all(line[3] for line in lines[k - p : k]) and counts_on(
+                lines[k - p][1], lines[k][1], p
+            ):
+                first, period, flat = k - p, p, 0
+                break
     return out
+
+
+def counter_candidate(
+    rules: loopbreak.Rules,
+    u: str,
+    streak: list[tuple[int, str, int, bool]],
+    period: int,
+    more: bool,
+) -> list[Candidate]:
+    """The candidate of a streak of ``period`` over ``streak`` if it reached the lines it needs
+    (``more``: the text ends in one more line that continues it)."""
+    block = "\n".join(line[1] for line in streak[:period])
+    need = required_counter_lines(rules, block)
+    if len(streak) < need:
+        return []
+    first = streak[0][0]
+    ends = tuple(line[2] for line in streak[need - 1 :])
+    finding = OracleFinding("counter_lines", len(block), block, first, need, ends[0], ends[0])
+    whole_end, copies = (len(u), len(streak) + 1) if more else (ends[-1], len(streak))
+    return [Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)]
 
 
 def oracle_candidates(rules: loopbreak.Rules, text: str) -> list[Candidate]:
