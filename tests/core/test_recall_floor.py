@@ -13,6 +13,7 @@ import pytest
 
 import loopbreak
 from support import recall
+from support.shared_corpus import needs_corpus
 
 DEFAULTS = loopbreak.Rules()
 
@@ -21,6 +22,7 @@ def share_in_time(probes: list[recall.Probe]) -> float:
     return sum(p.in_time for p in probes) / len(probes)
 
 
+@needs_corpus  # over 800 of the lines are SmolLM2's, in ../shared/corpus
 def test_the_models_lines_repeated_are_found_by_25_copies_or_a_kilobyte() -> None:
     probes = list(recall.line_probes(DEFAULTS))
     assert len(probes) > 800

@@ -564,6 +564,102 @@ def test_a_recovery_turn_with_a_session_sends_the_session_nothing_twice(streamed
     assert run_.receipt.state is ReceiptState.VERIFIED_COMPLETE
 
 
+def _down(args: Any, error: Exception) -> str:
+    return f"add is down: {error}"
+
+
+@pytest.mark.parametrize(
+    ("tool_options", "formatter"),
+    [
+        ({"failure_error_function": _down}, None),
+        ({}, lambda args: _down(args, args.error)),
+    ],
+    ids=["the tool's own failure_error_function", "the run's tool_error_formatter"],
+)
+def test_a_tool_whose_errors_are_answered_in_words_of_ones_own_makes_no_progress(
+    tool_options: dict[str, Any], formatter: Any
+) -> None:
+    # Each call different, each error worded differently: only the failures say "no progress".
+    attempts: list[int] = []
+
+    def add(a: int, b: float) -> str:
+        """Adds two numbers."""
+        attempts.append(a)
+        raise RuntimeError(f"attempt {len(attempts)}")
+
+    agent = Agent(name="adder", model=counting(6), tools=[function_tool(add, **tool_options)])
+    runner = LoopbreakRunner(PolicyConfig(no_progress_window=3))
+    run_config = replace(OFFLINE, tool_error_formatter=formatter)
+    result = asyncio.run(runner.run(agent, "add", run_config=run_config))
+
+    run = runner.last_run
+    assert run is not None and run.receipt is not None
+    assert (run.receipt.state, run.receipt.reason) == (ReceiptState.STUCK, "no_progress")
+    assert attempts == [0, 1, 2] and result.final_output == run.user_message()
+    outputs = [
+        item["output"] for item in run.messages if item.get("type") == "function_call_output"
+    ]
+    assert outputs == [f"add is down: attempt {n}" for n in (1, 2, 3)]  # the answer stays ours
+
+
+def test_a_tool_error_formatter_that_keeps_the_default_answer_still_makes_it_a_failure() -> None:
+    attempts: list[int] = []
+
+    def add(a: int, b: float) -> str:
+        """Adds two numbers."""
+        attempts.append(a)
+        raise RuntimeError(f"attempt {len(attempts)}")
+
+    seen: list[str] = []
+
+    def keep_default(args: Any) -> None:
+        seen.append(args.call_id)
+
+    agent = Agent(name="adder", model=counting(6), tools=[function_tool(add)])
+    runner = LoopbreakRunner(PolicyConfig(no_progress_window=3))
+    run_config = replace(OFFLINE, tool_error_formatter=keep_default)
+    asyncio.run(runner.run(agent, "add", run_config=run_config))
+    run = runner.last_run
+    assert run is not None and run.receipt is not None
+    assert (run.receipt.state, run.receipt.reason) == (ReceiptState.STUCK, "no_progress")
+    assert seen == ["call-0", "call-1", "call-2"]
+
+
+SERVER_HELD = {
+    "conversation_id": {"conversation_id": "conv-house"},
+    "previous_response_id": {"previous_response_id": "resp-before"},
+    "auto_previous_response_id": {"auto_previous_response_id": True},
+}
+
+
+@pytest.mark.parametrize("conversation", SERVER_HELD.values(), ids=SERVER_HELD.keys())
+def test_a_recovery_turn_in_a_conversation_the_server_holds_sends_only_the_nudge(
+    conversation: dict[str, Any],
+) -> None:
+    # The server has the question and the looping answer (it wrote it): the next SDK run sends
+    # the nudge alone, in the same conversation or after the looping answer's response.
+    looping = ModelStep(output=[assistant_message(LOOP)], response_id="resp-loop")
+    model = ScriptedModel([looping, [assistant_message("The house is ready.")]])
+    agent = Agent(name="house", model=model)
+    runner = LoopbreakRunner(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+    result = asyncio.run(
+        runner.run(agent, "get the house ready", run_config=OFFLINE, **conversation)
+    )
+
+    run = runner.last_run
+    assert run is not None and run.receipt is not None
+    assert result.final_output == "The house is ready."
+    [nudge] = [e.message for e in run.policy.audit.events if e.kind is DecisionKind.REFUSE]
+    assert nudge is not None
+    first, second = model.calls
+    assert [_role_and_text(item) for item in first.input] == [("user", "get the house ready")]
+    assert [_role_and_text(item) for item in second.input] == [("user", nudge)]
+    assert second.conversation_id == conversation.get("conversation_id")
+    chained = "conversation_id" not in conversation
+    assert second.previous_response_id == ("resp-loop" if chained else None)
+    assert run.receipt.state is ReceiptState.VERIFIED_COMPLETE
+
+
 def test_a_looping_tool_call_of_a_run_that_is_not_streamed_never_runs() -> None:
     arguments = {"a": 1, "b": 2, "note": "ok " * 400}
     ran: list[tuple[int, float]] = []

@@ -27,12 +27,17 @@
   SDK run and the runner starts the next the SDK's way: ``Runner.run`` again with the history
   (``to_input_list()``) plus the nudge as a user message, under the same ``AgentRun``, with
   the steps left as ``max_turns``; with a ``Session``, which puts the history before the input
-  itself, only the nudge (and a cut streamed answer, which the SDK did not keep). The result returned (``LoopbreakStream.result``) is the last
-  SDK run's, whose ``to_input_list()`` holds the whole history.
+  itself, only the nudge (and a cut streamed answer, which the SDK did not keep); with a
+  conversation the server holds (``conversation_id``, ``previous_response_id`` or
+  ``auto_previous_response_id``) and a run that was not streamed, only the nudge, in that
+  conversation or after the last response. The result returned (``LoopbreakStream.result``) is the last SDK run's, whose
+  ``to_input_list()`` holds the whole history.
 - ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result as
-  progress, except the SDK's default answer for a tool that raised
-  (``default_tool_error_function``), a failed result; the message of a tool's own
-  ``failure_error_function`` is an ordinary result.
+  progress, except the SDK's answer for a tool that raised, a failed result (no progress). That
+  answer is told by its call id, marked where the SDK makes it: the run's
+  ``RunConfig.tool_error_formatter`` (the SDK's default answer; a formatter of one's own is
+  still called) and, for a tool given a ``failure_error_function`` of its own, that function on
+  the run's copy of the tool.
 - ``run_streamed(...).stream_events()`` guards the streamed answer, reasoning and each tool
   call's arguments: on a loop it stops, cancels the run (``RunResultStreaming.cancel()``) so
   the model stops, and the trimmed answer is appended to the history the run leaves
@@ -44,9 +49,10 @@ Every run gets a receipt, however it ended (``last_run.receipt``, ``on_receipt``
 Not covered: the tools of agents reached by a handoff and hosted tools (no input guardrails in
 the SDK), the whole answers of a handoff agent given a model object of its own, a ``Session``
 of a run stopped on a streamed loop (the SDK kept nothing of the cut answer, so the session
-lacks it), and a ``conversation_id``: the server's conversation holds what the server wrote
-(a whole looping answer in full), and the next SDK run of a recovery turn sends the run's
-items to it again.
+lacks it), and a conversation the server holds: it keeps what the server wrote (a looping
+answer in full), and after a streamed answer was cut the next SDK run of its recovery turn
+sends the run's items to it again (what the server kept of the cancelled response is not
+known to the SDK).
 """
 
 from __future__ import annotations
@@ -56,7 +62,7 @@ from loopbreak._extras import require_extra
 require_extra("openai-agents", "agents")
 
 import inspect
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator
 from dataclasses import replace
 from typing import Any, Callable, Optional, Union
 
@@ -78,17 +84,20 @@ from agents import (
     RunResultStreaming,
     StreamEvent,
     Tool,
+    ToolErrorFormatter,
+    ToolErrorFormatterArgs,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailTripwireTriggered,
     ToolsToFinalOutputResult,
-    default_tool_error_function,
 )
 from agents.agent import AgentBase
 from agents.items import ModelResponse, TResponseInputItem, TResponseStreamEvent
 from agents.run_config import CallModelData, ModelInputData
 from agents.run_context import RunContextWrapper
 from agents.run_error_handlers import RunErrorHandlerInput, RunErrorHandlerResult
+from agents.tool import ToolErrorFunction
+from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolInputGuardrailData
 from openai.types.responses import (
     ResponseCreatedEvent,
@@ -120,9 +129,6 @@ from loopbreak.streaming.guard import CONTENT, REASONING, Piece
 __all__ = ["AgentRunStopped", "LoopbreakRunner", "LoopbreakStream"]
 
 GUARDRAIL_NAME = "loopbreak"
-
-_TOOL_ERROR_ANSWER = default_tool_error_function(RunContextWrapper(None), RuntimeError())
-"""What the SDK answers for a function tool that raised, by default: one fixed text."""
 
 
 class AgentRunStopped(LoopbreakError, AgentsException):
@@ -180,7 +186,7 @@ class LoopbreakRunner:
             result = await Runner.run(run.agent, input, **run.runner_kwargs())
             while (nudge := run.governed.take_nudge()) is not None:
                 # The answer was cut on its recovery turn: the next SDK run asks again.
-                history = run.recovery_input(result.to_input_list(), [], nudge)
+                history = run.recovery_input(result, [], nudge)
                 result = await Runner.run(run.agent, history, **run.runner_kwargs())
         except BaseException as error:
             run.ended_with(error)
@@ -239,7 +245,7 @@ class LoopbreakStream:
             # The answer was cut on its recovery turn: the next SDK run asks again.
             self.result = Runner.run_streamed(
                 self._run.agent,
-                self._run.recovery_input(history, unsaved, nudge),
+                self._run.recovery_input(self.result, unsaved, nudge),
                 **self._run.runner_kwargs(),
             )
         governed.finished_naturally()
@@ -335,6 +341,7 @@ class _Run:
         self._calls_checked = 0  # tool calls of the current step that reached the guardrail
         self._planned_ahead = False  # the step after the tools' step is planned
         self._stop_answered = False  # a stop ended the run with its message as final output
+        self._failed_calls: set[str] = set()  # call ids the SDK answered with a tool's error
         self._guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check_tool, name=GUARDRAIL_NAME
         )
@@ -365,6 +372,7 @@ class _Run:
         checked = replace(
             run_config,
             call_model_input_filter=self._filter,
+            tool_error_formatter=self._marking_formatter(run_config.tool_error_formatter),
             model_provider=_CheckedProvider(run_config.model_provider, self.model_answered),
             model=_CheckedModel(model, self.model_answered) if isinstance(model, Model) else model,
         )
@@ -397,7 +405,37 @@ class _Run:
             return await answer if inspect.isawaitable(answer) else answer
 
         guardrails = [*(tool.tool_input_guardrails or []), self._guardrail]
-        return replace(tool, tool_input_guardrails=guardrails, is_enabled=is_enabled)
+        governed = replace(tool, tool_input_guardrails=guardrails, is_enabled=is_enabled)
+        # The SDK answers a raised error with the tool's own failure function, if it was given
+        # one (the SDK keeps it in these two fields, read from the copy the run uses): the
+        # copy's marks the call as failed. The default answer is marked by the run's formatter.
+        answer = tool._failure_error_function
+        if not tool._use_default_failure_error_function and answer is not None:
+            governed._failure_error_function = self._marking_answer(answer)
+        return governed
+
+    def _marking_answer(self, answer: ToolErrorFunction) -> ToolErrorFunction:
+        async def marked(context: RunContextWrapper[Any], error: Exception) -> str:
+            if isinstance(context, ToolContext):
+                self._failed_calls.add(context.tool_call_id)
+            message = answer(context, error)
+            return await message if inspect.isawaitable(message) else message
+
+        return marked
+
+    def _marking_formatter(self, formatter: Optional[ToolErrorFormatter]) -> ToolErrorFormatter:
+        """The run's tool error formatter: the SDK calls it when it answers a tool's raised error
+        with its default answer (``kind`` ``tool_exception``), which marks the call as failed;
+        the answer stays the SDK's (None) or that of the formatter passed in."""
+
+        def marking(
+            args: ToolErrorFormatterArgs[Any],
+        ) -> Union[Optional[str], Awaitable[Optional[str]]]:
+            if args.kind == "tool_exception":
+                self._failed_calls.add(args.call_id)
+            return None if formatter is None else formatter(args)
+
+        return marking
 
     def _offers_tools(self) -> bool:
         """Whether a function tool is enabled now. The SDK asks twice per turn: when it offers
@@ -448,12 +486,28 @@ class _Run:
         return messages
 
     def recovery_input(
-        self, history: list[TResponseInputItem], unsaved: list[TResponseInputItem], nudge: str
+        self,
+        result: Union[RunResult, RunResultStreaming],
+        unsaved: list[TResponseInputItem],
+        nudge: str,
     ) -> list[TResponseInputItem]:
         """The next SDK run's input on an answer's recovery turn: the history, the items the SDK
         did not keep (a streamed answer it cancelled), then the nudge. A ``Session`` holds the
-        history already, and the SDK puts it before the input: then only the rest is sent."""
-        kept = [] if self._kwargs.get("session") is not None else history
+        history already, and the SDK puts it before the input: then only the rest is sent. A
+        conversation the server holds (``conversation_id``, a ``previous_response_id`` chain)
+        has every response of a run that was not streamed, the looping one too: then only the
+        nudge, in that conversation or after the last response. A streamed answer's response
+        was cancelled, and what the server kept of it and of that request is not known: the
+        run's items are sent again, as the first time."""
+        kwargs = self._kwargs
+        if isinstance(result, RunResult):
+            if kwargs.get("conversation_id"):
+                return [_user(nudge)]
+            chained = kwargs.get("previous_response_id") or kwargs.get("auto_previous_response_id")
+            if chained and result.last_response_id is not None:
+                kwargs["previous_response_id"] = result.last_response_id
+                return [_user(nudge)]
+        kept = [] if kwargs.get("session") is not None else self.history(result)
         return [*kept, *unsaved, _user(nudge)]
 
     def _filter(self, data: CallModelData[Any]) -> ModelInputData:
@@ -490,9 +544,12 @@ class _Run:
     def tool_started(self, tool: Tool) -> None:
         self._tool_in_flight = tool.name
 
-    def tool_ended(self, tool: Tool, result: object) -> None:
+    def tool_ended(self, context: RunContextWrapper[Any], tool: Tool, result: object) -> None:
         self._tool_in_flight = None
-        failed = result == _TOOL_ERROR_ANSWER  # the SDK answered a raised error for the tool
+        failed = False
+        if isinstance(context, ToolContext) and context.tool_call_id in self._failed_calls:
+            self._failed_calls.discard(context.tool_call_id)
+            failed = True  # the SDK answered the tool's raised error
         self.governed.record_tool_result(tool.name, result, failed=failed)
 
     def ended_with(self, error: BaseException) -> None:
@@ -524,7 +581,7 @@ class _Hooks(RunHooks[Any]):
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: AgentBase, tool: Tool, result: object
     ) -> None:
-        self._run.tool_ended(tool, result)
+        self._run.tool_ended(context, tool, result)
 
 
 class _CheckedModel(Model):
