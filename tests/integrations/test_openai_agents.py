@@ -657,6 +657,16 @@ def test_a_recovery_turn_in_a_conversation_the_server_holds_sends_only_the_nudge
     assert second.conversation_id == conversation.get("conversation_id")
     chained = "conversation_id" not in conversation
     assert second.previous_response_id == ("resp-loop" if chained else None)
+    # The run's history is whole all the same: the question, the trimmed answer, the nudge.
+    history = [_role_and_text(item) for item in run.messages]
+    cut = history[1][1]  # the looping answer, trimmed
+    assert cut[:200] == LOOP[:200] and len(cut) < len(LOOP) // 2
+    assert history == [
+        ("user", "get the house ready"),
+        ("assistant", cut),
+        ("user", nudge),
+        ("assistant", "The house is ready."),
+    ]
     assert run.receipt.state is ReceiptState.VERIFIED_COMPLETE
 
 

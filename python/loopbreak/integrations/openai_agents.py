@@ -30,8 +30,9 @@
   itself, only the nudge (and a cut streamed answer, which the SDK did not keep); with a
   conversation the server holds (``conversation_id``, ``previous_response_id`` or
   ``auto_previous_response_id``) and a run that was not streamed, only the nudge, in that
-  conversation or after the last response. The result returned (``LoopbreakStream.result``) is the last SDK run's, whose
-  ``to_input_list()`` holds the whole history.
+  conversation or after the last response. The result returned (``LoopbreakStream.result``)
+  is the last SDK run's, whose ``to_input_list()`` holds the whole history (in a conversation
+  the server holds, that run's items only; ``last_run.messages`` holds the whole either way).
 - ``RunHooks``: ``on_llm_end`` records each call's token usage, ``on_tool_end`` each result as
   progress, except the SDK's answer for a tool that raised, a failed result (no progress). That
   answer is told by its call id, marked where the SDK makes it: the run's
@@ -342,6 +343,9 @@ class _Run:
         self._planned_ahead = False  # the step after the tools' step is planned
         self._stop_answered = False  # a stop ended the run with its message as final output
         self._failed_calls: set[str] = set()  # call ids the SDK answered with a tool's error
+        # The history before the last SDK run, when a server conversation holds it and that
+        # run was given only the nudge (so its own items lack it).
+        self._held_by_server: list[TResponseInputItem] = []
         self._guardrail: ToolInputGuardrail[Any] = ToolInputGuardrail(
             guardrail_function=self._check_tool, name=GUARDRAIL_NAME
         )
@@ -480,7 +484,7 @@ class _Run:
     def history(self, result: Union[RunResult, RunResultStreaming]) -> list[TResponseInputItem]:
         """The input list a next run continues from, ending with the stop message when a stop
         was the final output (the SDK keeps a final output from tools out of its items)."""
-        messages = result.to_input_list()
+        messages = [*self._held_by_server, *result.to_input_list()]
         if self._stop_answered:
             messages.append({"role": "assistant", "content": self.governed.user_message()})
         return messages
@@ -501,11 +505,11 @@ class _Run:
         run's items are sent again, as the first time."""
         kwargs = self._kwargs
         if isinstance(result, RunResult):
-            if kwargs.get("conversation_id"):
-                return [_user(nudge)]
             chained = kwargs.get("previous_response_id") or kwargs.get("auto_previous_response_id")
             if chained and result.last_response_id is not None:
                 kwargs["previous_response_id"] = result.last_response_id
+            if kwargs.get("conversation_id") or kwargs.get("previous_response_id"):
+                self._held_by_server = self.history(result)
                 return [_user(nudge)]
         kept = [] if kwargs.get("session") is not None else self.history(result)
         return [*kept, *unsaved, _user(nudge)]
