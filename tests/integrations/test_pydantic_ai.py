@@ -266,7 +266,7 @@ def test_a_looping_streamed_answer_is_cut_and_the_history_keeps_the_trimmed_text
 
 
 def test_run_stream_cuts_the_loop_but_commits_the_text_read_untrimmed() -> None:
-    # The documented gap: run_stream() builds its history from the stream itself.
+    # The documented gap: run_stream() builds its result's history from the stream itself.
     script = Script([Turn(text=LOOP)])
     capability = LoopbreakCapability()
 
@@ -283,6 +283,12 @@ def test_run_stream_cuts_the_loop_but_commits_the_text_read_untrimmed() -> None:
     response = messages[-1]
     assert isinstance(response, ModelResponse)
     assert [p.content for p in response.parts if isinstance(p, TextPart)] == [run.degeneration.text]
+    # The history the capability keeps is trimmed: what to save from a run_stream() run.
+    kept = run.messages[-1]
+    assert isinstance(kept, ModelResponse)
+    trimmed = run.degeneration.persist_text
+    assert [p.content for p in kept.parts if isinstance(p, TextPart)] == [trimmed]
+    assert len(trimmed) < len(run.degeneration.text)
     assert run.receipt.state is ReceiptState.STUCK
 
 

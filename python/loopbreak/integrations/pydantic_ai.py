@@ -32,7 +32,8 @@ Overriding ``wrap_run_event_stream`` makes ``agent.run()`` stream its model requ
 model must support streaming (every provider model does; a ``FunctionModel`` needs a
 ``stream_function``). ``agent.run()``, ``agent.iter()`` and ``agent.run_stream_events()`` keep
 the trimmed text in the history; ``agent.run_stream()`` cuts the stream too but commits the text
-read up to the cut as it was, and ends the run there (no recovery turn for an answer).
+read up to the cut as it was (in its output and ``all_messages()``; ``last_run.messages`` holds
+the trimmed text), and ends the run there (no recovery turn for an answer).
 """
 
 from __future__ import annotations
