@@ -119,6 +119,16 @@ def test_the_readme_examples_print_what_they_say(
         assert store.execute("SELECT status FROM turns").fetchall() == [("degenerate",)]
 
 
+def test_the_whole_agent_loop_of_the_docs_prints_its_receipt(
+    in_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    [block] = [
+        b for b in python_blocks(ROOT / "docs" / "agent-loops.md") if "RunEvidence" in b.code
+    ]
+    exec(block.compiled(), {"__name__": "__main__"})
+    assert "STUCK loop_detected" in capsys.readouterr().out  # the scripted agent repeated its call
+
+
 def scan_fixtures(directory: Path) -> None:
     """The files the scanning section's commands name, each with one loop among clean text."""
     loop, clean = LOOPS[0].text, CLEAN[0].text
