@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 PIP ?= $(PYTHON) -m pip
 MAKE_VENV := $(filter $(VENV)/bin/python,$(PYTHON))
 
-.PHONY: demo install test lint lint-python lint-imports lint-rust typecheck stubs test-rust test-python bench e2e fuzz fuzz-corpus
+.PHONY: demo install test test-envs env-wheel lint lint-python lint-imports lint-rust typecheck stubs test-rust test-python bench e2e fuzz fuzz-corpus
 
 # Debian and Ubuntu ship venv's pip apart, in python3-venv.
 $(VENV)/bin/python:
@@ -29,8 +29,34 @@ install: | $(MAKE_VENV)
 	command -v tmux >/dev/null && command -v chromium >/dev/null || \
 		(apt-get update -qq && apt-get install -y -qq tmux chromium)
 
-# Everything: the style and type gates, the core, the Python suite, then a real model end to end.
-test: install lint test-rust test-python e2e
+# Everything: the style and type gates, the core, the Python suite, the integrations that need
+# environments of their own, then a real model end to end.
+test: install lint test-rust test-python test-envs e2e
+
+# Integrations whose pinned libraries cannot share the test environment (or each other) are
+# tested in environments of their own, one per conflicting set, the way a matrix of CI jobs
+# would: tests/envs/NAME.txt is what environment NAME installs (pip requirements, every
+# integration pinned), beside one wheel of loopbreak built for all of them, and ENV_TESTS_NAME
+# the tests it runs (an environment without tests holds a server another test starts). Each
+# lives in .venv-NAME, made on first use and brought up to date on every run.
+ENVS := $(basename $(notdir $(wildcard tests/envs/*.txt)))
+ENV_WHEELS := target/env-wheel
+
+test-envs: $(ENVS:%=test-env-%)
+
+env-wheel: | $(MAKE_VENV)
+	rm -rf $(ENV_WHEELS) && $(PIP) wheel -q --no-deps -w $(ENV_WHEELS) .
+
+.venv-%/bin/python:
+	python3 -m venv .venv-$*
+
+env-%: env-wheel .venv-%/bin/python
+	.venv-$*/bin/python -m pip install -q -r tests/envs/$*.txt
+	.venv-$*/bin/python -m pip install -q --force-reinstall --no-deps $(ENV_WHEELS)/loopbreak-*.whl
+
+# pytest's exit 5 (no test collected) fails the run: an environment's tests never skip unseen.
+test-env-%: env-%
+	$(if $(ENV_TESTS_$*),.venv-$*/bin/python -m pytest -q $(ENV_TESTS_$*))
 
 # The gates, each runnable alone: style (ruff, rustfmt, clippy), types (mypy --strict) and the
 # hand-written stubs against the built module (stubtest).
