@@ -19,6 +19,7 @@ mod plan;
 mod rules;
 mod state;
 mod streams;
+mod thresholds;
 mod trim;
 mod window;
 

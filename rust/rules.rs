@@ -1,67 +1,20 @@
-//! Every threshold of the detector, in one place, with the reasoning behind each default.
+//! What the thresholds make of a block: the span or the lines it must reach.
 //!
 //! A periodic stretch (a block of `p` units repeated back to back) is degenerate once it holds
 //! enough repeats *and* covers enough units. How many depends on the block: short blocks need many
 //! repeats, long blocks few, and what the block is made of (its class, [`crate::classes`]) sets
 //! the threshold within a bound. [`Rules::required_span`] is the single function that turns a
 //! block's period and class into the span it must reach.
+//!
+//! Every threshold is defined once, in the table of [`crate::thresholds`] (its doc line, bounds
+//! and value in each preset, with the reasoning behind each value); this module checks that the
+//! values work together and holds the presets, made from the table's columns.
 
 use std::fmt;
 
 use crate::classes::BlockKind;
-
-/// Rule values as given, not yet checked: [`Rules::new`] checks that they work together and
-/// makes the [`Rules`] a detector takes. Lengths are in units (code points or token ids).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RuleValues {
-    /// Blocks up to this length are reported as `periodic_run`, longer ones as `long_block`.
-    pub max_period: u32,
-    /// The longest block the detector looks for. Memory per stream grows with it.
-    pub max_long_period: u32,
-    /// Repeats needed by a short block that reads as words (`loadTools.`, `the, `).
-    pub min_repeats: u32,
-    /// Span after which a block of words needs fewer than `min_repeats` repeats: a sentence
-    /// repeated ten times is as degenerate as a word repeated twenty times.
-    pub text_span: u32,
-    /// Repeats needed by a short block of code, digits or punctuation (`'\ufffe'`, `0, `).
-    pub code_min_repeats: u32,
-    /// Span after which a block of code needs fewer than `code_min_repeats` repeats.
-    pub code_span: u32,
-    /// The fewest repeats any block needs, however long it is.
-    pub long_min_repeats: u32,
-    /// The smallest span (units) any periodic finding covers.
-    pub min_span: u32,
-    /// The smallest span of a block of code, digits or punctuation.
-    pub code_min_span: u32,
-    /// Span needed by a block whose only visible character is one char (`-`, `=`, `a`, `1`).
-    pub single_char_min_span: u32,
-    /// Span needed by a block made only of whitespace.
-    pub whitespace_min_span: u32,
-    /// Span needed by a table row or indented data (see [`BlockKind::Table`]), and after which
-    /// it needs fewer than `code_min_repeats`.
-    pub table_span: u32,
-    /// Consecutive identical lines needed when the line reads as words.
-    pub min_lines: u32,
-    /// Consecutive identical lines needed when the line is code, digits or punctuation.
-    pub code_min_lines: u32,
-    /// Consecutive counter lines (equal once digit runs are masked, every number unchanged or
-    /// one up from the line before, at least one up; or a cycle of two such lines, see
-    /// the counters module) needed by a long template of words, or without a letter.
-    pub counter_min_lines: u32,
-    /// Units (template length plus newline, times lines) after which a counter streak of such a
-    /// template needs no more than `counter_min_lines`: a short template needs more lines (see
-    /// [`Rules::required_counter_lines`]).
-    pub counter_span: u32,
-    /// Consecutive counter lines needed by a long template of code or markup.
-    pub code_counter_min_lines: u32,
-    /// Units of lines after which a counter streak of code or markup needs no more than
-    /// `code_counter_min_lines`.
-    pub code_counter_span: u32,
-    /// Span needed by a run inside a packed payload (a block of base64 chars, `,` or `;` after
-    /// [`crate::classes::PACKED_CONTEXT`] of them: a data URI, a source map's mappings). A payload raises the
-    /// threshold, it never removes it: a model that degenerates while writing an image is found.
-    pub payload_span: u32,
-}
+pub use crate::thresholds::RuleValues;
+use crate::thresholds::{Bounds, BOUNDS, CONSERVATIVE_VALUES, DEFAULT_VALUES, SMALL_VALUES, TOKEN_VALUES};
 
 /// Thresholds of the four rules, checked to work together. Made only by [`Rules::new`] (and
 /// [`DEFAULT_RULES`]), so a detector never holds values it cannot work with (a window of 2^40
@@ -103,44 +56,7 @@ impl std::ops::Deref for Rules {
 /// lines and pieces of real model answers) and `python benches/tune.py` (no finding on prose,
 /// docs and hand-written code; machine-generated files counted). The margins are in
 /// docs/tuning.md.
-pub const DEFAULT_RULES: Rules = Rules {
-    values: RuleValues {
-        max_period: 150,
-        max_long_period: 3840,
-        // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for.
-        min_repeats: 20,
-        // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
-        // repeats before the length limit) is found at 480.
-        text_span: 480,
-        // A block that is not words needs 1,024 units (`code_span`), and one shorter than 9 units
-        // 120 copies, at least 512 units (`-1`, `0, `): as in the conservative preset, which
-        // finds nothing in a full install, so no preset finds a short block sooner.
-        code_min_repeats: 120,
-        code_span: 1024,
-        long_min_repeats: 4,
-        // `ny` x32 (gemini-cli#5813) is 64 units.
-        min_span: 64,
-        code_min_span: 512,
-        single_char_min_span: 1024,
-        whitespace_min_span: 1024,
-        table_span: 1024,
-        // The incident's rule is 25 identical lines; a line of words needs fewer (clean model
-        // output repeats a line up to ~7 times, prose ~5).
-        min_lines: 14,
-        code_min_lines: 25,
-        // A template of words (or without a letter) counting on: 16 lines, or 640 units of lines
-        // (20 lines of a 31-unit template, 25 of `N. A first-date activity:`). Benign text counts
-        // on for at most 10 lines of such a template (`Classifier: Programming Language :: Python
-        // :: 3.N`, 49 units, in package metadata; mdoc's `.ds doc-operating-system-OpenBSD-N.0`
-        // table) and 12 of a 28-unit one (a list of model names by year): loads 0.63 and 0.55.
-        counter_min_lines: 16,
-        counter_span: 640,
-        // Code and markup count on for longer: as in the conservative preset (see there).
-        code_counter_min_lines: 40,
-        code_counter_span: 1600,
-        payload_span: 4096,
-    },
-};
+pub const DEFAULT_RULES: Rules = Rules { values: DEFAULT_VALUES };
 
 /// The preset for scanning arbitrary files (`Rules.conservative()`, `loopbreak scan --rules
 /// conservative`): no finding on any text file of a full install (stdlib, site-packages and
@@ -148,99 +64,12 @@ pub const DEFAULT_RULES: Rules = Rules {
 /// --rules conservative`; it finds a loop later than [`DEFAULT_RULES`] (100 lines of code, 2,048
 /// units of one char, 4,096 of a table row). The tool prints each kind's *load*: the strongest benign
 /// repetition as a fraction of what the defaults require (margin = 1 / load).
-pub const CONSERVATIVE_RULES: Rules = Rules {
-    values: RuleValues {
-        // From the incident report; only names the rule (short blocks and long ones share one formula).
-        max_period: 150,
-        // A repeated 92-line code block (llama.cpp#26039) is ~3,500 units. The window holds four
-        // copies of the longest block: 3,840 keeps a stream's state within 64 KiB even at 32-bit
-        // storage (token ids from 65,536), where 4,096 needed 66 KiB.
-        max_long_period: 3840,
-        // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for. Benign words reach at
-        // most 0.53 of the text rule (three copies of a 75-unit line in the email tests).
-        min_repeats: 20,
-        // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with 13-16
-        // repeats before the length limit) is found at 480, the tightest d21 (16.1 copies of 31
-        // units, 16 needed). Benign text holds 13.6 copies of a 33-unit sentence (a mock response in
-        // litellm's main.py, 450 units: load 0.91).
-        text_span: 480,
-        // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array of
-        // ray's speedscope), and a real loop of the development set 164 (` -1.000000`, d09): 120
-        // leaves 1.22x either way. Short code blocks need this many; longer ones `code_span`.
-        code_min_repeats: 120,
-        // Longer benign code blocks reach 9.8 copies of 105 units (MIME headers in test_email.py,
-        // 1,030 units: load 0.65 at 1,500, a 1.53x margin); a model that repeats a 52-unit block
-        // (a language's name and an empty code fence) 32 times, 1,664 units, is found.
-        code_span: 1500,
-        // Three copies of a 214-unit block occur in test_sys_settrace.py; a fourth never does.
-        long_min_repeats: 4,
-        // `ny` x32 (gemini-cli#5813) is 64 units.
-        min_span: 64,
-        // Data is full of short code blocks: 52 `, 0` in a JSON histogram, rows of `,0` pixels.
-        code_min_span: 512,
-        // A tokenizer's vocabulary holds a token of 1,024 `Ġ` (byte-level BPE's space), a docstring
-        // of langgraph_sdk a 564-dash rule, tests 200-unit runs of one letter or digit: 2,048 leaves
-        // 2x. The one loop of such a block in the development set (d26, `|   `) spans 2,999 units.
-        single_char_min_span: 2048,
-        // Benign whitespace runs stop at 88 units (load 0.04); a whitespace loop is cheap to wait for.
-        whitespace_min_span: 2048,
-        // Generated data holds table rows and one short item per indented line for long: idna's
-        // uts46data.py repeats `,\n    None` 151 times (1,516 units) and its lists of the alphabet 13
-        // times over (p=234, 3,049 units); a minified array repeats a 44-unit row 49 times (2,199
-        // units). At 4,096 each stays under 0.75; no loop of the development set is a table.
-        table_span: 4096,
-        // Benign lines of words (not statements nor table rows, see `KindCounts::line_kind`)
-        // repeat at most 6 times in a row (an `#include` in torch's generated headers); clean
-        // model output up to ~7, prose ~5. 14 leaves 2.33x and finds a model that repeats a line
-        // 14 times and stops by itself; the development set's line loops repeat 15 to 212 times.
-        min_lines: 14,
-        // Benign data repeats short code lines a lot: 32 `'\ufffe'` lines in encodings/iso8859_8.py,
-        // 26 indented `text/plain` lines in test_email.py, 52 `0,` lines in an indented JSON
-        // histogram; shorter lines need more (see `required_lines`): 151 `    None,` lines in idna's
-        // uts46data.py need 200 (load 0.76).
-        code_min_lines: 100,
-        // Counter templates of code and markup (`counter_lines`): the development set's d11
-        // (`- N. Cleaning:`) counts on for 156 lines of a 14-unit template (107 needed, 1.46x).
-        // Benign text counts on for at most 54 lines of a 22-unit template (`insert ( 2400 1255 0 'I/O' )` in
-        // postgres.bki, 70 needed: load 0.77), 61 of a 16-unit one (torch's vec512_int.h, 95
-        // needed: 0.64); clean numbered lists stop at ~20 items, and 40 lines leave 2x over them.
-        // Templates of words (or without a letter) need what the defaults ask: nothing in the
-        // whole corpus counts on as long (see `DEFAULT_RULES`).
-        counter_min_lines: 16,
-        counter_span: 640,
-        code_counter_min_lines: 40,
-        code_counter_span: 1600,
-        // A PNG inside one of Adwaita's SVGs holds 3,823 `A`s after its base64 prefix.
-        payload_span: 4096,
-    },
-};
+pub const CONSERVATIVE_RULES: Rules = Rules { values: CONSERVATIVE_VALUES };
 
 /// Small rules for the crate's tests and the fuzzers (which build without the `oracle` feature
 /// too, hence no cfg): random texts over small alphabets reach every rule often.
 #[doc(hidden)]
-pub const SMALL_RULES: Rules = Rules {
-    values: RuleValues {
-        max_period: 8,
-        max_long_period: 40,
-        min_repeats: 6,
-        text_span: 40,
-        code_min_repeats: 8,
-        code_span: 60,
-        long_min_repeats: 3,
-        min_span: 32,
-        code_min_span: 32,
-        single_char_min_span: 40,
-        whitespace_min_span: 48,
-        table_span: 64,
-        min_lines: 3,
-        code_min_lines: 4,
-        counter_min_lines: 3,
-        counter_span: 20,
-        code_counter_min_lines: 4,
-        code_counter_span: 30,
-        payload_span: 96,
-    },
-};
+pub const SMALL_RULES: Rules = Rules { values: SMALL_VALUES };
 
 /// A preset for token ids (`TokenDetector`, `TokenStreams` and the engine integrations), held to
 /// the token floor: a block of words or markup repeated is found by max(20 copies, 256 tokens),
@@ -257,60 +86,7 @@ pub const SMALL_RULES: Rules = Rules {
 /// table rows, payloads and whitespace share one threshold here, and blocks of one id another.
 /// A block needs 20 copies or 320 tokens (at least 4 copies), and 128 tokens in any case (one id
 /// repeated 240).
-pub const TOKEN_RULES: Rules = Rules {
-    values: RuleValues {
-        // Only names the rule: blocks up to 64 tokens (~220 code points of English) are
-        // `periodic_run`, longer ones `long_block`.
-        max_period: 64,
-        // A repeated 92-line code block (llama.cpp#26039, ~3,500 code points) is ~1,100 tokens; the
-        // window holds four copies of the longest block: 13 KiB per stream for ids below 65,536.
-        max_long_period: 1536,
-        // The floor's copies. Benign short blocks stop at 11 copies of 18 tokens (test_codecs.py)
-        // and 26 of 4 (a 104-token run in test_email.py, which the 240-token floor decides).
-        min_repeats: 20,
-        // A block of 17-64 tokens needs ceil(320 / p) copies: 15-16 of the 21-22-token `#define`
-        // and "la la la" copies, 6 of a 54-token sitemap entry, each ~330 tokens of loop, so that a
-        // loop that starts in a 400-token answer's first ~70 tokens is stopped. The strongest
-        // hand-written block under 64 tokens is 10 copies of a 31-token row of digits
-        // (test_peepholer.py, 310 tokens: load 0.91 against 11 copies, 341). A longer benign block
-        // is found: test_email.py's expected encoder output (a program's output pasted into a
-        // test) holds 9.8 copies of an 87-token and 6.7 of an 82-token cycle of encoded-word lines; not finding them takes 10 copies of an
-        // 87-token block (870 tokens), which would leave every loop of 44-87 tokens unstopped
-        // within a 400-token limit.
-        text_span: 320,
-        // The same as the rules of words: ids do not tell code from words.
-        code_min_repeats: 20,
-        code_span: 320,
-        // Three copies of a 119-token block occur in test_email's data; a fourth never does.
-        long_min_repeats: 4,
-        // The floor of a short block (under 7 tokens: 20 copies are fewer than 128): SmolLM2's
-        // table-border loop (`|   `, 2 tokens a copy) and its 2-token loop in d25 are stopped at
-        // token 129 and 172 of a 400-token answer (the former preset, 45 copies: 91 and 134); the
-        // strongest benign short block is 26 copies of 4 tokens (104 tokens in test_email.py,
-        // load 0.81). Longer blocks are decided by their copies (20 of 7 tokens: 140).
-        min_span: 128,
-        code_min_span: 128,
-        // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 240 leaves 1.2x.
-        // The `it ` loop of vscode#301818 (one token) shows 300 copies in its excerpt.
-        single_char_min_span: 240,
-        whitespace_min_span: 240,
-        // Tables are told by their whitespace and few distinct units, which ids do not have as
-        // code points do: the span of other blocks.
-        table_span: 320,
-        // The line rule splits at id 10, which is no newline in most vocabularies (a special token
-        // in SmolLM2's); a streak of identical "lines" counts like the same number of copies.
-        min_lines: 20,
-        code_min_lines: 20,
-        // Off in effect (a streak of 2^24 lines): ids 48-57 stand for whatever the vocabulary
-        // puts there, not for digits, and id 10 is no newline in most vocabularies.
-        counter_min_lines: MAX_SPAN_LIMIT,
-        counter_span: 0,
-        code_counter_min_lines: MAX_SPAN_LIMIT,
-        code_counter_span: 0,
-        // Ids 43-122 are no base64 chars: a "payload" of ids is any block, and needs its floor.
-        payload_span: 128,
-    },
-};
+pub const TOKEN_RULES: Rules = Rules { values: TOKEN_VALUES };
 
 impl Default for Rules {
     fn default() -> Self {
@@ -335,48 +111,24 @@ impl fmt::Display for RulesError {
 impl std::error::Error for RulesError {}
 
 impl RuleValues {
-    /// Every value with its field's name, in the order the fields are declared.
-    pub fn named_values(&self) -> [(&'static str, u32); 19] {
-        [
-            ("max_period", self.max_period),
-            ("max_long_period", self.max_long_period),
-            ("min_repeats", self.min_repeats),
-            ("text_span", self.text_span),
-            ("code_min_repeats", self.code_min_repeats),
-            ("code_span", self.code_span),
-            ("long_min_repeats", self.long_min_repeats),
-            ("min_span", self.min_span),
-            ("code_min_span", self.code_min_span),
-            ("single_char_min_span", self.single_char_min_span),
-            ("whitespace_min_span", self.whitespace_min_span),
-            ("table_span", self.table_span),
-            ("min_lines", self.min_lines),
-            ("code_min_lines", self.code_min_lines),
-            ("counter_min_lines", self.counter_min_lines),
-            ("counter_span", self.counter_span),
-            ("code_counter_min_lines", self.code_counter_min_lines),
-            ("code_counter_span", self.code_counter_span),
-            ("payload_span", self.payload_span),
-        ]
-    }
-
-    /// Checks that the values can work together; the detector relies on every check here.
+    /// Checks that the values can work together; the detector relies on every check here. Each
+    /// value's own bounds come first, in the order of the fields, then the relations between
+    /// values: the message names the first check that fails.
     fn check(&self) -> Result<(), RulesError> {
         let fail = |msg: String| Err(RulesError(msg));
-        if self.max_period < 1 {
-            return fail("max_period must be at least 1".into());
+        for (Bounds { name, least, why, most }, (_, value)) in BOUNDS.iter().zip(self.named_values()) {
+            if value < *least {
+                return fail(format!("{name} must be at least {least}{why}"));
+            }
+            if value > *most {
+                return fail(format!("{name} must be at most {most}"));
+            }
         }
         if self.max_long_period < self.max_period {
             return fail(format!(
                 "max_long_period ({}) must be at least max_period ({})",
                 self.max_long_period, self.max_period
             ));
-        }
-        if self.max_long_period > MAX_LONG_PERIOD_LIMIT {
-            return fail(format!("max_long_period must be at most {MAX_LONG_PERIOD_LIMIT}"));
-        }
-        if self.long_min_repeats < 2 {
-            return fail("long_min_repeats must be at least 2 (one copy is not a repeat)".into());
         }
         for (name, value) in [("min_repeats", self.min_repeats), ("code_min_repeats", self.code_min_repeats)] {
             if value < self.long_min_repeats {
@@ -389,48 +141,6 @@ impl RuleValues {
                 "long_min_repeats x max_long_period ({} x {}) must be at most {MAX_SPAN_LIMIT}",
                 self.long_min_repeats, self.max_long_period
             ));
-        }
-        let least_span = 2 * SAMPLE_UNITS;
-        for (name, value) in [
-            ("min_span", self.min_span),
-            ("code_min_span", self.code_min_span),
-            ("single_char_min_span", self.single_char_min_span),
-            ("whitespace_min_span", self.whitespace_min_span),
-            ("payload_span", self.payload_span),
-        ] {
-            if value < least_span {
-                return fail(format!("{name} must be at least {least_span}"));
-            }
-        }
-        for (name, value) in [
-            ("min_lines", self.min_lines),
-            ("code_min_lines", self.code_min_lines),
-            ("counter_min_lines", self.counter_min_lines),
-            ("code_counter_min_lines", self.code_counter_min_lines),
-        ] {
-            if value < 2 {
-                return fail(format!("{name} must be at least 2"));
-            }
-        }
-        for (name, value) in [
-            ("min_repeats", self.min_repeats),
-            ("code_min_repeats", self.code_min_repeats),
-            ("text_span", self.text_span),
-            ("code_span", self.code_span),
-            ("single_char_min_span", self.single_char_min_span),
-            ("whitespace_min_span", self.whitespace_min_span),
-            ("table_span", self.table_span),
-            ("min_span", self.min_span),
-            ("code_min_span", self.code_min_span),
-            ("counter_min_lines", self.counter_min_lines),
-            ("counter_span", self.counter_span),
-            ("code_counter_min_lines", self.code_counter_min_lines),
-            ("code_counter_span", self.code_counter_span),
-            ("payload_span", self.payload_span),
-        ] {
-            if value > MAX_SPAN_LIMIT {
-                return fail(format!("{name} must be at most {MAX_SPAN_LIMIT}"));
-            }
         }
         Ok(())
     }

@@ -162,27 +162,7 @@ fn edge_u32(u: &mut Unstructured<'_>) -> u32 {
 
 /// Any combination of rule values, valid or not, mostly at the edges.
 pub fn arbitrary_rules(u: &mut Unstructured<'_>) -> RuleValues {
-    RuleValues {
-        max_period: edge_u32(u),
-        max_long_period: edge_u32(u),
-        min_repeats: edge_u32(u),
-        text_span: edge_u32(u),
-        code_min_repeats: edge_u32(u),
-        code_span: edge_u32(u),
-        long_min_repeats: edge_u32(u),
-        min_span: edge_u32(u),
-        code_min_span: edge_u32(u),
-        single_char_min_span: edge_u32(u),
-        whitespace_min_span: edge_u32(u),
-        table_span: edge_u32(u),
-        min_lines: edge_u32(u),
-        code_min_lines: edge_u32(u),
-        counter_min_lines: edge_u32(u),
-        counter_span: edge_u32(u),
-        code_counter_min_lines: edge_u32(u),
-        code_counter_span: edge_u32(u),
-        payload_span: edge_u32(u),
-    }
+    RuleValues::from_fn(|_| edge_u32(u))
 }
 
 /// Valid rules with a small window (cheap to run): a preset, or arbitrary small values.

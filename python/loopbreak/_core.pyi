@@ -55,20 +55,22 @@ class Rules:
 
     - words (3 of 4 visible chars are letters, in any script, little whitespace): repeats >=
       clamp(ceil(``text_span`` / period), ``long_min_repeats``, ``min_repeats``), span >=
-      ``min_span``. Defaults: 20 copies or 480 units;
+      ``min_span``. Defaults: 20 copies or 480 units (``min_repeats=20``, ``text_span=480``,
+      ``min_span=64``);
     - code, digits, punctuation, markup: repeats >= clamp(ceil(``code_span`` / period),
       ``long_min_repeats``, ``code_min_repeats``), span >= ``code_min_span``. Defaults: 1,024
-      units (120 copies of a block shorter than 9 units, at least 512);
+      units (``code_span=1024``), 120 copies of a block shorter than 9 units
+      (``code_min_repeats=120``), at least 512 (``code_min_span=512``);
     - a table row: at least as much whitespace as visible chars (indented data, one short item
       per line), or at most 11 distinct chars, fewer than one per 6 units (``/.notdef `` eight
       times on a line, a minified array), or two lines or more of code with no letters of words
       (rows of numbers): the same with ``table_span``, span >= ``whitespace_min_span``.
-      Defaults: 1,024 units;
+      Defaults: 1,024 units (``table_span=1024``);
     - one visible char, e.g. ``-``, ``=``, ``a``: span >= ``single_char_min_span``; only
       whitespace: span >= ``whitespace_min_span``; both also need the repeats of code.
-      Defaults: 1,024 units;
+      Defaults: 1,024 units (``single_char_min_span=1024``, ``whitespace_min_span=1024``);
     - a run of base64 chars (and ``,`` ``;``) after 64 of them, part of a payload (a data URI,
-      a source map): span >= ``payload_span``, 4,096 units.
+      a source map): span >= ``payload_span``, 4,096 units (``payload_span=4096``).
 
     Letters that are not words do not count as letters: in a hex block (every letter a hex
     digit or ``x``, with a digit or an ``x``: ``0xffffffff, ``) and in a block of one or two
@@ -80,17 +82,19 @@ class Rules:
 
     No class removes a threshold: in every preset, whatever keeps repeating is found by 4,096
     units, or by ``long_min_repeats`` copies of a longer block. Every block needs at least
-    ``long_min_repeats`` copies. Blocks up to ``max_period`` units are reported as
-    ``periodic_run``, longer ones up to ``max_long_period`` as ``long_block``.
+    ``long_min_repeats`` copies (``long_min_repeats=4``). Blocks up to ``max_period`` units are
+    reported as ``periodic_run`` (``max_period=150``), longer ones up to ``max_long_period`` as
+    ``long_block`` (``max_long_period=3840``).
 
-    ``min_lines`` (lines of words: with whitespace inside, or beyond ASCII; default 14) or
-    ``code_min_lines`` (other lines, identifiers and statements among them; default 25, and a
-    short one enough lines to cover ``code_span`` units with their newlines: 1,024 units, 512
-    lines of one char) identical non-empty lines in a row, blank lines between them allowed,
-    are reported as ``identical_lines``. A table row needs ``code_min_lines`` and enough lines
-    to cover ``table_span``: a line with as much whitespace as visible chars, its newline
-    counted (``    None,``), or of ASCII with at most 11 distinct visible chars (its whitespace
-    counting as one more), fewer than one per 6 units (a banner, ``// STOP STOP STOP ...``).
+    ``min_lines`` (lines of words: with whitespace inside, or beyond ASCII; ``min_lines=14``) or
+    ``code_min_lines`` (other lines, identifiers and statements among them;
+    ``code_min_lines=25``, and a short one enough lines to cover ``code_span`` units with their
+    newlines: 1,024 units, 512 lines of one char) identical non-empty lines in a row, blank
+    lines between them allowed, are reported as ``identical_lines``. A table row needs
+    ``code_min_lines`` and enough lines to cover ``table_span``: a line with as much whitespace
+    as visible chars, its newline counted (``    None,``), or of ASCII with at most 11 distinct
+    visible chars (its whitespace counting as one more), fewer than one per 6 units (a banner,
+    ``// STOP STOP STOP ...``).
 
     Non-empty lines equal once every run of ASCII digits is masked, where from each line to the
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
@@ -99,18 +103,19 @@ class Rules:
     at least 3 of 4 visible chars letters) or without a letter needs max(``counter_min_lines``,
     ceil(``counter_span`` / (L + 1))) lines, L the template's length (without indentation, each
     digit run counted as one unit): 16 lines for a template of 39 units or more, 25 for
-    ``N. A first-date activity:``. Code and markup need max(``code_counter_min_lines``,
-    ceil(``code_counter_span`` / (L + 1))): 40 lines, 107 for ``- N. Cleaning:``. Numbers are
-    compared on their digits, of any length, and keep their width (``099`` to ``100`` is one up,
-    ``7`` to ``07`` is not); a line is at most two units longer than the one before (two numbers
-    that carry at once). In a template without a letter every number must go one up (the
+    ``N. A first-date activity:`` (``counter_min_lines=16``, ``counter_span=640``). Code and
+    markup need max(``code_counter_min_lines``, ceil(``code_counter_span`` / (L + 1))): 40
+    lines, 107 for ``- N. Cleaning:`` (``code_counter_min_lines=40``,
+    ``code_counter_span=1600``). Numbers are compared on their digits, of any length, and keep
+    their width (``099`` to ``100`` is one up, ``7`` to ``07`` is not); a line is at most two
+    units longer than the one before (two numbers that carry at once). In a template without a letter every number must go one up (the
     fraction of a decimal aside): ``(7)``, ``$1.5``, bare numbers count, a CSV row with a counter
     column beside others (``7,0,0``) does not. A number that goes up right after ``_`` or ``[``,
     or after letters that are no word (fewer than three, glued to a digit or ``_``, or camel
     case: ``value_7``, ``x1``, ``0xff1``, ``shHereDoc01``, ``out[7]``: names and indexes of
     code) never counts; after a word it does (``backup7``, ``assistant57``). Lines longer than
-    ``max_long_period`` units never count. ``for_tokens`` turns the rule off in effect
-    (``counter_min_lines`` 2**24): token ids 48-57 are no digits.
+    ``max_long_period`` units never count. ``for_tokens`` turns the rule off in effect (see
+    there): token ids 48-57 are no digits.
 
     The same rule takes cycles of two non-empty lines where one number steps on
     (``<|im_start|>assistant57`` and a prompt line, then ``assistant58`` and the same line;
@@ -126,6 +131,9 @@ class Rules:
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
+
+    Each ``name=value`` gives a threshold's value: the defaults' here, the preset's in
+    ``conservative()`` and ``for_tokens()``.
     """
 
     def __new__(
@@ -156,19 +164,24 @@ class Rules:
         """The preset for scanning arbitrary files (``loopbreak scan --rules conservative``):
         no finding in any text file of a full install (stdlib, site-packages, /usr/share),
         machine-generated files included. It finds loops later than the defaults: code needs
-        1,500 units (``code_span``), lines of code 100 lines, one char and whitespace 2,048
-        units, a table row 4,096; words, counters and payloads as the defaults."""
+        1,500 units (``code_span=1500``), lines of code 100 lines (``code_min_lines=100``), one
+        char and whitespace 2,048 units (``single_char_min_span=2048``,
+        ``whitespace_min_span=2048``), a table row 4,096 (``table_span=4096``); words, counters
+        and payloads as the defaults."""
     @staticmethod
     def for_tokens() -> Rules:
         """The preset for token ids (``TokenDetector``, ``TokenStreams``, the engine
         integrations), held to the token floor: a block of words or markup repeated is found by
         max(20 copies, 256 tokens), and every block by 4,096 tokens or four copies of a longer
         one. An id says nothing about the text it stands for, so every class shares one
-        threshold: 20 copies or 320 tokens (at least 4 copies), and 128 tokens in any case (240
-        for one id repeated); ``max_long_period`` 1536 tokens (13 KiB per stream for ids below
-        65,536). Measured on SmolLM2's tokenizer (``benches/tune_tokens.py``, docs/tuning.md):
-        every line and piece of real model answers is found in time, every SmolLM2 loop, no
-        clean output."""
+        threshold: 20 copies or 320 tokens (``min_repeats=20``, ``code_min_repeats=20``,
+        ``text_span=320``, ``code_span=320``), at least 4 copies (``long_min_repeats=4``), and
+        128 tokens in any case (``min_span=128``, ``code_min_span=128``; 240 for one id
+        repeated, ``single_char_min_span=240``); 1536 tokens at most per block
+        (``max_long_period=1536``, 13 KiB per stream for ids below 65,536). The counter rule is
+        off in effect (``counter_min_lines=2**24``): token ids 48-57 are no digits. Measured on
+        SmolLM2's tokenizer (``benches/tune_tokens.py``, docs/tuning.md): every line and piece
+        of real model answers is found in time, every SmolLM2 loop, no clean output."""
     @property
     def max_period(self) -> int: ...
     @property
