@@ -9,6 +9,7 @@
 use std::fmt;
 
 use crate::classes::BlockKind;
+use crate::counters::TemplateClass;
 
 /// Rule values as given, not yet checked: [`Rules::new`] checks that they work together and
 /// makes the [`Rules`] a detector takes. Lengths are in units (code points or token ids).
@@ -45,18 +46,21 @@ pub struct RuleValues {
     /// Consecutive identical lines needed when the line is code, digits or punctuation.
     pub code_min_lines: u32,
     /// Consecutive counter lines (equal once digit runs are masked, every number unchanged or
-    /// one up from the line before, at least one up; or a cycle of two such lines, see
-    /// the counters module) needed by a long template of words, or without a letter.
+    /// one up from the line before, at least one up; or a cycle of two or three such lines, see
+    /// the counters module) needed by a template of words.
     pub counter_min_lines: u32,
-    /// Units (template length plus newline, times lines) after which a counter streak of such a
-    /// template needs no more than `counter_min_lines`: a short template needs more lines (see
-    /// [`Rules::required_counter_lines`]).
+    /// Units (template length plus newline, times lines) after which a counter streak of words
+    /// needs no more than `counter_min_lines`: with a span, a short template needs more lines
+    /// (see [`Rules::required_counter_lines`]); 0, none.
     pub counter_span: u32,
-    /// Consecutive counter lines needed by a long template of code or markup.
+    /// Consecutive counter lines needed by a template of code or markup.
     pub code_counter_min_lines: u32,
     /// Units of lines after which a counter streak of code or markup needs no more than
-    /// `code_counter_min_lines`.
+    /// `code_counter_min_lines` (0: none).
     pub code_counter_span: u32,
+    /// Consecutive counter lines needed by a template of data: no letter (`(N)`, bare numbers,
+    /// `$N.5`), a table row of cells, or a counter of four digits or more (a year, an id).
+    pub data_counter_min_lines: u32,
     /// Span needed by a run inside a packed payload (a block of base64 chars, `,` or `;` after
     /// [`crate::classes::PACKED_CONTEXT`] of them: a data URI, a source map's mappings). A payload raises the
     /// threshold, it never removes it: a model that degenerates while writing an image is found.
@@ -128,16 +132,19 @@ pub const DEFAULT_RULES: Rules = Rules {
         // output repeats a line up to ~7 times, prose ~5).
         min_lines: 14,
         code_min_lines: 25,
-        // A template of words (or without a letter) counting on: 16 lines, or 640 units of lines
-        // (20 lines of a 31-unit template, 25 of `N. A first-date activity:`). Benign text counts
-        // on for at most 10 lines of such a template (`Classifier: Programming Language :: Python
-        // :: 3.N`, 49 units, in package metadata; mdoc's `.ds doc-operating-system-OpenBSD-N.0`
-        // table) and 12 of a 28-unit one (a list of model names by year): loads 0.63 and 0.55.
+        // A template of words counting on: 16 lines whatever its length (real outputs write
+        // 10-70 such lines before a token limit: `N. Check the server's response ...` 38 to the
+        // limit). Benign text counts on for at most 10 lines of a template of words
+        // (`Classifier: Programming Language :: Python :: 3.N` in package metadata; mdoc's
+        // `.ds doc-operating-system-OpenBSD-N.0` table): load 0.63. See docs/tuning.md.
         counter_min_lines: 16,
-        counter_span: 640,
-        // Code and markup count on for longer: as in the conservative preset (see there).
-        code_counter_min_lines: 40,
-        code_counter_span: 1600,
+        counter_span: 0,
+        // Code and markup: 25 lines, the incident's line floor, whatever the length.
+        code_counter_min_lines: 25,
+        code_counter_span: 0,
+        // Data (numbers alone, table cells, years and ids) counts on longest in benign text
+        // (18 lines of `1: 1,` in a jsonschema test; year lists of 35): 64 lines.
+        data_counter_min_lines: 64,
         payload_span: 4096,
     },
 };
@@ -204,12 +211,14 @@ pub const CONSERVATIVE_RULES: Rules = Rules {
         // Benign text counts on for at most 54 lines of a 22-unit template (`insert ( 2400 1255 0 'I/O' )` in
         // postgres.bki, 70 needed: load 0.77), 61 of a 16-unit one (torch's vec512_int.h, 95
         // needed: 0.64); clean numbered lists stop at ~20 items, and 40 lines leave 2x over them.
-        // Templates of words (or without a letter) need what the defaults ask: nothing in the
-        // whole corpus counts on as long (see `DEFAULT_RULES`).
+        // Templates of words need 16 lines or 640 units of lines (25 of `N. A first-date
+        // activity:`). Data needs what bare numbers needed before the data class: perl's
+        // unicore tables count on for 150 lines of one number (machine-generated).
         counter_min_lines: 16,
         counter_span: 640,
         code_counter_min_lines: 40,
         code_counter_span: 1600,
+        data_counter_min_lines: 320,
         // A PNG inside one of Adwaita's SVGs holds 3,823 `A`s after its base64 prefix.
         payload_span: 4096,
     },
@@ -238,6 +247,7 @@ pub const SMALL_RULES: Rules = Rules {
         counter_span: 20,
         code_counter_min_lines: 4,
         code_counter_span: 30,
+        data_counter_min_lines: 5,
         payload_span: 96,
     },
 };
@@ -307,6 +317,7 @@ pub const TOKEN_RULES: Rules = Rules {
         counter_span: 0,
         code_counter_min_lines: MAX_SPAN_LIMIT,
         code_counter_span: 0,
+        data_counter_min_lines: MAX_SPAN_LIMIT,
         // Ids 43-122 are no base64 chars: a "payload" of ids is any block, and needs its floor.
         payload_span: 128,
     },
@@ -336,7 +347,7 @@ impl std::error::Error for RulesError {}
 
 impl RuleValues {
     /// Every value with its field's name, in the order the fields are declared.
-    pub fn named_values(&self) -> [(&'static str, u32); 19] {
+    pub fn named_values(&self) -> [(&'static str, u32); 20] {
         [
             ("max_period", self.max_period),
             ("max_long_period", self.max_long_period),
@@ -356,6 +367,7 @@ impl RuleValues {
             ("counter_span", self.counter_span),
             ("code_counter_min_lines", self.code_counter_min_lines),
             ("code_counter_span", self.code_counter_span),
+            ("data_counter_min_lines", self.data_counter_min_lines),
             ("payload_span", self.payload_span),
         ]
     }
@@ -407,6 +419,7 @@ impl RuleValues {
             ("code_min_lines", self.code_min_lines),
             ("counter_min_lines", self.counter_min_lines),
             ("code_counter_min_lines", self.code_counter_min_lines),
+            ("data_counter_min_lines", self.data_counter_min_lines),
         ] {
             if value < 2 {
                 return fail(format!("{name} must be at least 2"));
@@ -426,6 +439,7 @@ impl RuleValues {
             ("counter_span", self.counter_span),
             ("code_counter_min_lines", self.code_counter_min_lines),
             ("code_counter_span", self.code_counter_span),
+            ("data_counter_min_lines", self.data_counter_min_lines),
             ("payload_span", self.payload_span),
         ] {
             if value > MAX_SPAN_LIMIT {
@@ -506,16 +520,16 @@ impl Rules {
         u64::from(self.code_min_lines).max(u64::from(span).div_ceil(len + 1))
     }
 
-    /// Counter lines needed for a cycle of `period` lines whose templates (each line without its
-    /// indentation and trailing whitespace, each digit run counted as one unit) are
-    /// `template_len` units together: enough to cover `counter_span` units with their newlines,
-    /// and at least `counter_min_lines`; for a cycle of code or markup (not `words`),
-    /// `code_counter_span` and `code_counter_min_lines`; and a line more than the period.
-    pub fn required_counter_lines(&self, template_len: u64, period: u64, words: bool) -> u64 {
-        let (lines, span) = if words {
-            (self.counter_min_lines, self.counter_span)
-        } else {
-            (self.code_counter_min_lines, self.code_counter_span)
+    /// Counter lines needed for a cycle of `period` lines of this class whose templates (each
+    /// line without its indentation and trailing whitespace, each digit run counted as one unit)
+    /// are `template_len` units together: for words at least `counter_min_lines`, and enough to
+    /// cover `counter_span` units with their newlines; for code and markup the `code_counter_`
+    /// values; for data `data_counter_min_lines`; and always a line more than the period.
+    pub fn required_counter_lines(&self, template_len: u64, period: u64, class: TemplateClass) -> u64 {
+        let (lines, span) = match class {
+            TemplateClass::Words => (self.counter_min_lines, self.counter_span),
+            TemplateClass::Code => (self.code_counter_min_lines, self.code_counter_span),
+            TemplateClass::Data => (self.data_counter_min_lines, 0),
         };
         u64::from(lines).max((u64::from(span) * period).div_ceil(template_len + period)).max(period + 1)
     }

@@ -54,6 +54,7 @@ impl PyRules {
         counter_span = Int::from(DEFAULT_RULES.counter_span),
         code_counter_min_lines = Int::from(DEFAULT_RULES.code_counter_min_lines),
         code_counter_span = Int::from(DEFAULT_RULES.code_counter_span),
+        data_counter_min_lines = Int::from(DEFAULT_RULES.data_counter_min_lines),
         payload_span = Int::from(DEFAULT_RULES.payload_span),
     ))]
     fn new(
@@ -75,6 +76,7 @@ impl PyRules {
         counter_span: Int,
         code_counter_min_lines: Int,
         code_counter_span: Int,
+        data_counter_min_lines: Int,
         payload_span: Int,
     ) -> PyResult<Self> {
         let values = RuleValues {
@@ -96,6 +98,7 @@ impl PyRules {
             counter_span: rule_value("counter_span", counter_span)?,
             code_counter_min_lines: rule_value("code_counter_min_lines", code_counter_min_lines)?,
             code_counter_span: rule_value("code_counter_span", code_counter_span)?,
+            data_counter_min_lines: rule_value("data_counter_min_lines", data_counter_min_lines)?,
             payload_span: rule_value("payload_span", payload_span)?,
         };
         Ok(PyRules { inner: Rules::new(values)? })
@@ -185,6 +188,10 @@ impl PyRules {
     #[getter]
     fn code_counter_span(&self) -> u32 {
         self.inner.code_counter_span
+    }
+    #[getter]
+    fn data_counter_min_lines(&self) -> u32 {
+        self.inner.data_counter_min_lines
     }
     #[getter]
     fn payload_span(&self) -> u32 {
