@@ -46,9 +46,7 @@
 //! goes up, or the first of a number of nines). So a line shorter or much longer than each of
 //! the three before it, that ends apart from those as long, or that first differs from them at a
 //! unit no digit in either (found 16 units at a time), most lines of any text, is told apart
-//! without a digit being read. A line's length and last unit are kept as one key (the last unit
-//! folded to one value for every digit), so that the first test against each of the three lines
-//! before it is a subtraction and one compare (docs/benchmarks.md).
+//! without a digit being read (docs/benchmarks.md).
 
 use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
@@ -81,9 +79,10 @@ pub enum TemplateClass {
     /// Code and markup: a line holding a bracket, `<` `>`, `=`, `;` or `+` (`server(N);`,
     /// `<b>N.</b>`).
     Code,
-    /// Data: only the counter and punctuation (`(N)`, bare numbers, `$N.5`), a table row of
-    /// cells (`| N | pending |`), or a counter of four digits or more (a year, an id, a row
-    /// number: data counts on from large values, a model from 1).
+    /// Data: mostly numbers and punctuation (`(N)`, bare numbers, `$N.5`, an ASCII-art rule
+    /// `+---- N ----`), a table row of cells (`| N | pending |`), one name per line (a list of
+    /// keywords, `pycallN`), or a counter of four digits or more (a year, an id, a row number:
+    /// data counts on from large values, a model from 1).
     Data,
 }
 
@@ -107,8 +106,8 @@ struct Held {
     start: u64,
     len: u64,
     end: u64,
-    /// Its length and last unit as one key (see [`line_key`]).
-    key: u64,
+    /// Its last unit (trailing whitespace dropped).
+    last: u32,
     /// The start of the line `copy` holds (`u64::MAX`: none).
     copy_of: u64,
     copy: Vec<u32>,
@@ -117,11 +116,11 @@ struct Held {
 impl Held {
     /// No line yet: no line is short enough to count on from it.
     fn none() -> Held {
-        Held { start: 0, len: NO_LINE, end: 0, key: NO_KEY, copy_of: u64::MAX, copy: Vec::new() }
+        Held { start: 0, len: NO_LINE, end: 0, last: 0, copy_of: u64::MAX, copy: Vec::new() }
     }
 
-    fn set(&mut self, start: u64, len: u64, end: u64, key: u64) {
-        (self.start, self.len, self.end, self.key) = (start, len, end, key);
+    fn set(&mut self, start: u64, len: u64, end: u64, last: u32) {
+        (self.start, self.len, self.end, self.last) = (start, len, end, last);
     }
 
     fn copied(&self) -> bool {
@@ -242,8 +241,10 @@ impl Counters {
         // on is no shorter than the line it steps on from, at most `MAX_GAIN` units longer, and
         // ends alike), whichever of the three lines before it that is: a bit for each slot of
         // `recent` that may be.
-        let key = line_key(content_len, last);
-        let near = |slot: usize| u8::from(keys_near(key, self.recent[slot].key)) << slot;
+        let near = |slot: usize| {
+            let line = &self.recent[slot];
+            u8::from(content_len.wrapping_sub(line.len) <= MAX_GAIN as u64 && ends_alike(last, line.last)) << slot
+        };
         let event = match self.streak {
             Some(streak) => Some(self.go_on(streak, start, content_len, x, window)),
             // A line that repeats the one before is the identical-lines rule's: it starts none.
@@ -254,7 +255,7 @@ impl Counters {
             None => None,
         };
         self.latest = if self.latest + 1 == MAX_PERIOD { 0 } else { self.latest + 1 };
-        self.recent[self.latest].set(start, content_len, x, key);
+        self.recent[self.latest].set(start, content_len, x, last);
         event
     }
 
@@ -373,27 +374,11 @@ impl Counters {
     }
 }
 
-/// A line's length (content, trailing whitespace dropped) and last unit as one key: the length
-/// in the high half (capped: no longer line fits a window), the last unit in the low half, one
-/// value for every digit (two lines whose templates are equal end alike or both in a number).
+/// Whether two lines that end in `a` and `b` may step on one from the other: their templates
+/// are equal, so they end alike or both in a number. Most lines of the same length end apart.
 #[inline(always)]
-fn line_key(len: u64, last: u32) -> u64 {
-    let last = if is_digit(last) { u32::from(b'0') } else { last };
-    len.min(u64::from(u32::MAX >> 1)) << 32 | u64::from(last)
-}
-
-/// The key of no line: no line's key is near it, as it is no shorter than any (see
-/// [`keys_near`]; a key within `MAX_GAIN` lengths of it would need a last unit of `u32::MAX`
-/// and a length of 0 or 1, and [`Held::fits`] tells such a `none` apart).
-const NO_KEY: u64 = u64::MAX;
-
-/// Whether a line of key `key` may step on from a line of key `before`: no shorter, at most
-/// `MAX_GAIN` units longer, ending alike. One subtraction and one compare: the difference,
-/// halves swapped, is the length gained if the low halves (the last units) are equal, and at
-/// least 2^32 otherwise.
-#[inline(always)]
-fn keys_near(key: u64, before: u64) -> bool {
-    key.wrapping_sub(before).rotate_right(32) <= MAX_GAIN as u64
+fn ends_alike(a: u32, b: u32) -> bool {
+    a == b || is_digit(a) && is_digit(b)
 }
 
 /// Whether the line from `start` (`content_len` units) steps on from `before` in a cycle of
@@ -468,25 +453,28 @@ fn is_digit(unit: u32) -> bool {
 /// The lines a counter streak needs whose first cycle is `lines` and whose next line,
 /// stepping on from the first, is `stepped` (see [`Rules::required_counter_lines`]). A line's
 /// template is the line without its indentation, each digit run one unit; a cycle's is its
-/// lines' together. What the cycle is made of ([`TemplateClass`]): data if no line holds a
-/// letter (numbers and punctuation alone), if a line is a table row (its first visible unit
-/// `|`), or if its counter (the widest number that steps from its first line to `stepped`) has
-/// four digits or more: years, ids and row numbers are data columns, which count on for long
-/// (copyright years, decimal's test cases `dqadd371427`), where a model numbers from 1; else
-/// code if a line holds a mark of code (a bracket, `<` `>`, `=`, `;`, `+`: `server(N);`,
-/// `<b>N.</b>`); else words, whatever punctuation sits among them (an apostrophe, quotes,
-/// backticks, a colon, emphasis). A chat-template marker (`<|im_start|>`, `<|eot_id|>`: `<|`,
-/// ASCII letters, digits or `_`, `|>`) is text a model writes between turns: its units count in
-/// the template's length and as neither letters nor marks.
+/// lines' together. What the cycle is made of ([`TemplateClass`]): data if a line is data
+/// (fewer than one visible unit in four a letter: numbers and punctuation, an ASCII-art rule;
+/// a table row, its first visible unit `|`; one name of ASCII letters and digits alone, as in a
+/// list of keywords, `pycall1i`), or if its counter (the widest number that steps from its first
+/// line to `stepped`) has four digits or more: years, ids and row numbers are data columns,
+/// which count on for long (copyright years, decimal's test cases `dqadd371427`), where a model
+/// numbers from 1; else code if a line holds a mark of code (a bracket, `<` `>`, `=`, `;`, `+`:
+/// `server(N);`, `<b>N.</b>`); else words, whatever punctuation sits among them (an
+/// apostrophe, quotes, backticks, a colon, emphasis). A chat-template marker (`<|im_start|>`,
+/// `<|eot_id|>`: `<|`, ASCII letters, digits or `_`, `|>`) is text a model writes between
+/// turns: its units count in the template's length and as nothing else, and a line of markers
+/// alone is of no class.
 pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>], stepped: &[u32]) -> u64 {
     let mut template_len = 0;
-    let (mut code, mut letters, mut table) = (false, false, false);
+    let (mut code, mut data) = (false, counter_width(&lines[0], stepped) >= 4);
     for line in lines {
-        let traits = template(line);
-        template_len += traits.len;
-        (code, letters, table) = (code || traits.code, letters || traits.letters, table || traits.table_row);
+        let template = template(line);
+        template_len += template.len;
+        code |= template.class == LineClass::Code;
+        data |= template.class == LineClass::Data;
     }
-    let class = if !letters || table || counter_width(&lines[0], stepped) >= 4 {
+    let class = if data {
         TemplateClass::Data
     } else if code {
         TemplateClass::Code
@@ -516,17 +504,26 @@ fn counter_width(before: &[u32], after: &[u32]) -> usize {
     width
 }
 
-/// What a line's template holds (see [`required_lines`]).
+/// What a line of a counter template is made of (see [`required_lines`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LineClass {
+    /// Nothing visible but chat-template markers (`<|im_end|>`).
+    Marker,
+    Words,
+    Code,
+    /// Fewer than one visible unit in four a letter (a digit run counting as one), a table row
+    /// (its first visible unit `|`) or one name (ASCII letters and digits alone: `pycall1i`).
+    Data,
+}
+
+/// A line's template: its length (indentation left out, each digit run one unit) and class.
 struct Template {
-    /// Units, indentation left out and each digit run one.
     len: u64,
-    code: bool,
-    letters: bool,
-    table_row: bool,
+    class: LineClass,
 }
 
 fn template(line: &[u32]) -> Template {
-    let (mut len, mut letters, mut code) = (0, false, false);
+    let (mut len, mut visible, mut letters, mut code, mut name) = (0, 0, 0, false, true);
     let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();
     let table_row = line.get(indent) == Some(&u32::from(b'|'));
     let mut i = indent;
@@ -534,22 +531,34 @@ fn template(line: &[u32]) -> Template {
         let unit = line[i];
         let marker = chat_marker_len(&line[i..]);
         if marker > 0 {
-            len += marker as u64;
-            i += marker;
+            (len, i, name) = (len + marker as u64, i + marker, false);
             continue;
         }
+        name &= unit < 128 && (unit as u8).is_ascii_alphanumeric();
         let continues_a_number = is_digit(unit) && i > indent && is_digit(line[i - 1]);
         if !continues_a_number {
             len += 1;
             match classify(unit) {
                 UnitClass::Whitespace => {}
-                UnitClass::Letter => letters = true,
-                UnitClass::Other => code |= unit < 128 && is_template_code_mark(unit as u8),
+                UnitClass::Letter => (visible, letters) = (visible + 1, letters + 1),
+                UnitClass::Other => {
+                    visible += 1;
+                    code |= unit < 128 && is_template_code_mark(unit as u8);
+                }
             }
         }
         i += 1;
     }
-    Template { len, code, letters, table_row }
+    let class = if visible == 0 {
+        LineClass::Marker
+    } else if table_row || name || 4 * letters < visible {
+        LineClass::Data
+    } else if code {
+        LineClass::Code
+    } else {
+        LineClass::Words
+    };
+    Template { len, class }
 }
 
 /// A mark of code in a counter template: a bracket, `<` `>`, `=`, `;` or `+` (`base + N *
@@ -840,7 +849,10 @@ mod tests {
         assert_eq!(needs(&["server(1);"], "server(2);"), 25);
         assert_eq!(needs(&["<b>12.</b> <b>word</b>"], "<b>13.</b> <b>word</b>"), 25);
         assert_eq!(needs(&["1 = VIVA"], "2 = VIVA"), 25);
-        // Data: no letter, a table row, a counter of four digits or more.
+        // Data: fewer than a letter in four visible units, a table row, a name, a counter of
+        // four digits or more.
+        assert_eq!(needs(&["1: 0.5 0.5 0.5 0.5 ms"], "2: 0.5 0.5 0.5 0.5 ms"), 64);
+        assert_eq!(needs(&["Item12"], "Item13"), 64);
         assert_eq!(needs(&["17,"], "18,"), 64);
         assert_eq!(needs(&["(7)"], "(8)"), 64);
         assert_eq!(needs(&["| 7 | pending | - |"], "| 8 | pending | - |"), 64);
@@ -856,8 +868,13 @@ mod tests {
         let cycle = ["<|im_start|>assistant57", "tell me something about you？<|im_end|>"];
         assert_eq!(needs(&cycle, "<|im_start|>assistant58"), 16);
         assert_eq!(needs(&["1. Apple", "x = f(1);"], "3. Apple"), 25);
-        assert_eq!(needs(&["1.", "Cat care"], "2."), 16);
-        assert_eq!(needs(&["1.", "- 2 -"], "2."), 64);
+        // A line of data makes the cycle data: a number alone, an ASCII-art rule, a name.
+        assert_eq!(needs(&["1.", "Cat care"], "2."), 64);
+        let traceback = ["'    | ValueError: 0\\n'", "'    +---------------- 2 ----------------\\n'"];
+        assert_eq!(needs(&traceback, "'    | ValueError: 1\\n'"), 64);
+        assert_eq!(needs(&["pycall1", "pycall1i", "pycall1t"], "pycall2"), 64);
+        // A line of chat-template markers alone is of no class.
+        assert_eq!(needs(&["Tell me a joke, number 1", "<|im_end|>"], "Tell me a joke, number 2"), 16);
         // Not a marker: `<|` without a name and `|>`.
         assert_eq!(needs(&["<| 1. Apple"], "<| 2. Apple"), 25);
         // With spans (the conservative preset), a short template needs more lines.

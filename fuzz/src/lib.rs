@@ -500,11 +500,12 @@ fn counts_on(before: &[u32], after: &[u32], period: usize) -> bool {
 
 /// Counter lines a streak needs whose first cycle is `cycle` and whose next line (stepping on
 /// from the first) is `stepped`; indentation does not count, a chat-template marker
-/// (`<|name|>`) counts in the length and is neither letters nor code. Data if no line holds a
-/// letter, a line starts with `|` (a table row) or a number of four digits or more steps; else
-/// code if a line holds one of `()[]{}<>=;+`; else words.
+/// (`<|name|>`) counts in the length and as nothing else. Data if a line is (a letter in fewer
+/// than four of its visible units, a digit run one; a table row, starting with `|`; one name
+/// of ASCII letters and digits) or a number of four digits or more steps; else code if a line
+/// holds one of `()[]{}<>=;+`; else words.
 fn counter_lines_needed(rules: &Rules, cycle: &[&[u32]], stepped: &[u32]) -> u64 {
-    let (mut len, mut code, mut words, mut table) = (0, false, false, false);
+    let (mut len, mut code, mut data) = (0, false, false);
     for line in cycle {
         let indent = line.iter().take_while(|&&u| is_ws(u)).count();
         let (template, _) = masked(&line[indent..]);
@@ -513,14 +514,22 @@ fn counter_lines_needed(rules: &Rules, cycle: &[&[u32]], stepped: &[u32]) -> u64
         let marker = in_chat_markers(&shown);
         let visible: Vec<char> =
             shown.chars().zip(&marker).filter(|&(c, &m)| !m && !c.is_whitespace()).map(|(c, _)| c).collect();
-        table |= shown.starts_with('|');
+        let letters = visible.iter().filter(|c| c.is_alphabetic()).count();
+        let content = &line[indent..];
+        let name = !marker.contains(&true)
+            && content.iter().all(|&u| char::from_u32(u).is_some_and(|c| c.is_ascii_alphanumeric()));
+        if visible.is_empty() {
+            continue;
+        }
+        if shown.starts_with('|') || name || 4 * letters < visible.len() {
+            data = true;
+        }
         code |= visible.iter().any(|&c| "()[]{}<>=;+".contains(c));
-        words |= visible.iter().any(|c| c.is_alphabetic());
     }
     let (_, before) = masked(cycle[0]);
     let (_, after) = masked(stepped);
     let wide_step = before.iter().zip(&after).any(|((a, _), (b, _))| a != b && a.len() >= 4);
-    let class = if !words || table || wide_step {
+    let class = if data || wide_step {
         TemplateClass::Data
     } else if code {
         TemplateClass::Code

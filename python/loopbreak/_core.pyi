@@ -96,10 +96,11 @@ class Rules:
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
     ``2. test.py``, ...; blank lines between them allowed, trailing whitespace ignored), are
     reported as ``counter_lines``. How many lines a streak needs depends on what its template
-    is made of. Data needs ``data_counter_min_lines`` (default 64): a template without a letter
-    (``(N)``, ``$N.5``, bare numbers), a table row (its first visible char ``|``), or one whose
-    counter has four digits or more (a year, an id: data counts on from large values, a model
-    from 1). Code and markup, a template holding one of ``( ) [ ] { } < > = ; +``, needs
+    is made of. Data needs ``data_counter_min_lines`` (default 64): a template with fewer than
+    one visible char in four a letter, a digit run counting as one (``(N)``, ``$N.5``, bare
+    numbers, ``+---- N ----``), a table row (its first visible char ``|``), one name (ASCII
+    letters and digits alone: ``pycallN``), or one whose counter has four digits or more (a
+    year, an id: data counts on from large values, a model from 1). Code and markup, a template holding one of ``( ) [ ] { } < > = ; +``, needs
     ``code_counter_min_lines`` (default 25). Anything else is words, whatever punctuation sits
     in it (an apostrophe, quotes, backticks, a colon, emphasis: ``N. Check the server's
     response ...``, ``N. `test.py```, ``2023-01-N,Phoenix,29.5,51,14``), and needs
@@ -126,9 +127,10 @@ class Rules:
     the cycle's length, or is equal to it, and no cycle passes without a step. A streak starts
     at its first step (not at a line that repeats the line before it, which is
     ``identical_lines``'s) and is reported by its first cycle (its lines joined by newlines, as
-    ``block``); a cycle's template is its lines' together: data if no line holds a letter or a
-    line is a table row, else code if a line is, else words, and always a line more than the
-    cycle (with a span, max(lines, ceil(span * P / (L + P))) for P lines of L units together).
+    ``block``); a cycle's template is its lines' together: data if a line is data, else code if
+    a line is, else words (a line of chat-template markers alone is none), and always a line
+    more than the cycle (with a span, max(lines, ceil(span * P / (L + P))) for P lines of L
+    units together).
     A chat-template marker (``<|im_end|>``: ``<|``, ASCII letters, digits or ``_``, ``|>``) is
     no code in a counter template: 13.txt's cycle needs 16 lines.
 

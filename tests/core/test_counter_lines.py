@@ -28,24 +28,20 @@ def output(output_id: str) -> str:
 
 
 # Different words, for numbered lists of distinct items.
-DISTINCT_ITEMS = sorted(
-    {
-        word
-        for word in (
-            "apple banana cherry grape lemon mango melon olive peach pear plum berry carrot "
-            "celery garlic onion pepper potato radish spinach tomato turnip bread butter cheese "
-            "cream flour honey jam milk oats pasta rice salt sugar tea coffee juice water wine "
-            "beer soda chair table lamp sofa desk shelf bed door window floor wall roof stairs "
-            "garden fence gate path road bridge river lake hill mountain valley forest field "
-            "meadow desert island beach harbor ship boat train plane car truck bicycle bus "
-            "tram subway taxi rocket engine wheel brake mirror seat radio phone laptop screen "
-            "keyboard mouse cable router server printer scanner camera speaker guitar piano "
-            "violin drum flute trumpet violin cello harp organ choir song poem novel essay "
-            "letter diary journal report letter review summary outline chapter preface index "
-            "glossary appendix figure chart graph map atlas globe compass clock watch calendar"
-        ).split()
-    }
+ITEM_WORDS = (
+    "apple banana cherry grape lemon mango melon olive peach pear plum berry carrot "
+    "celery garlic onion pepper potato radish spinach tomato turnip bread butter cheese "
+    "cream flour honey jam milk oats pasta rice salt sugar tea coffee juice water wine "
+    "beer soda chair table lamp sofa desk shelf bed door window floor wall roof stairs "
+    "garden fence gate path road bridge river lake hill mountain valley forest field "
+    "meadow desert island beach harbor ship boat train plane car truck bicycle bus "
+    "tram subway taxi rocket engine wheel brake mirror seat radio phone laptop screen "
+    "keyboard mouse cable router server printer scanner camera speaker guitar piano "
+    "violin drum flute trumpet cello harp organ choir song poem novel essay letter "
+    "diary journal report review summary outline chapter preface index glossary "
+    "appendix figure chart graph map atlas globe compass clock watch calendar"
 )
+DISTINCT_ITEMS = sorted(set(ITEM_WORDS.split()))
 
 
 @needs_corpus
@@ -76,7 +72,9 @@ def test_the_development_sets_counter_near_loops_are_found(
     assert text[f.start :].startswith(first_line)
     # What the rule needed is in text[start:detected_at], and the streak goes on past it.
     evidence = [line for line in text[f.start : f.detected_at].splitlines() if line.strip()]
-    assert len(evidence) == required_counter_lines_at(loopbreak.Rules(), text, f.start, f.block) == 16
+    assert (
+        len(evidence) == required_counter_lines_at(loopbreak.Rules(), text, f.start, f.block) == 16
+    )
 
 
 def test_a_counter_loop_streamed_in_deltas_finds_what_scan_finds() -> None:
@@ -188,6 +186,15 @@ def test_trim_keeps_the_first_counter_lines_and_says_what_it_removed() -> None:
             f"dqadd3714{n:02d} fma  1   0 1.1234567899876E-{n - 20}  -> 1.1234567899876E-{n - 20}\n"
             for n in range(27, 90)
         ),
+        # Expected tracebacks in test_traceback.py: a line of words and an ASCII-art rule,
+        # each with a number that steps (a cycle with a line of data: 64 lines).
+        "".join(
+            f"                    '    | ValueError: {n}\\n'\n"
+            f"                    '    +---------------- {n + 2} ----------------\\n'\n"
+            for n in range(30)
+        ),
+        # A table of names (pygments' Csound builtins): one name a line, a cycle of three.
+        "".join(f"pycall{n}\npycall{n}i\npycall{n}t\n" for n in range(1, 21)),
         # CSV rows of measurements: a date that counts, values that differ.
         "".join(
             f"2023-01-{n:02d},Phoenix,{20 + n * 7 % 13}.{n % 10},{40 + n * 3 % 17},{n * 5 % 23}\n"
@@ -228,7 +235,9 @@ def test_numbers_step_on_their_digits_keeping_their_width() -> None:
 def test_a_line_gains_at_most_two_units_on_the_line_before() -> None:
     # Two numbers that carry at once (`(99, 99)` -> `(100, 100)`) continue the streak.
     pairs = "".join(f"({n}, {n}) is a pair\n" for n in range(30, 131))
-    assert [(f.rule, f.start, f.repeats) for f in loopbreak.scan(pairs)] == [("counter_lines", 0, 101)]
+    assert [(f.rule, f.start, f.repeats) for f in loopbreak.scan(pairs)] == [
+        ("counter_lines", 0, 101)
+    ]
     # Three make the line three units longer: the streak ends at 99 and starts again from 100
     # (a template of code: 25 lines each).
     triples = "".join(f"({n}, {n}, {n}) is a triple\n" for n in range(70, 131))
@@ -254,7 +263,9 @@ def test_templates_need_the_lines_of_their_class_whatever_their_length() -> None
     assert (conservative.counter_span, conservative.code_counter_span) == (640, 1600)
     assert conservative.data_counter_min_lines == 320
     assert loopbreak.scan(numbered("Server {n}:", 1, 63), rules=conservative) == []
-    assert [f.repeats for f in loopbreak.scan(numbered("Server {n}:", 1, 64), rules=conservative)] == [64]
+    assert [
+        f.repeats for f in loopbreak.scan(numbered("Server {n}:", 1, 64), rules=conservative)
+    ] == [64]
     assert loopbreak.Rules.for_tokens().counter_min_lines == 1 << 24
     assert loopbreak.Rules.for_tokens().data_counter_min_lines == 1 << 24
     with pytest.raises(ValueError, match="counter_min_lines"):
@@ -281,7 +292,7 @@ def test_templates_need_the_lines_of_their_class_whatever_their_length() -> None
         ("{n}. Hamster", 16),
         ("{n}. apple", 16),
         ("{n}. Hamster {n}", 16),
-        ("**Step {n}:** _wait_ for \"the\" server", 16),
+        ('**Step {n}:** _wait_ for "the" server', 16),
         ("({n})", 64),
         ("${n}.5", 64),
         ("{n}", 64),
@@ -298,7 +309,9 @@ def test_counting_loops_models_write_are_found(line: str, needed: int) -> None:
     [f] = loopbreak.scan(text)
     assert (f.rule, f.start, f.repeats) == ("counter_lines", text.index("\n\n") + 2, 400)
     assert text[: f.detected_at].count("\n") - 2 == needed
-    assert required_counter_lines(loopbreak.Rules(), line.format(n=100), line.format(n=101)) == needed
+    assert (
+        required_counter_lines(loopbreak.Rules(), line.format(n=100), line.format(n=101)) == needed
+    )
     # Streamed, the guard stops it at the same line.
     detector = loopbreak.Detector()
     stopped = next(hit for i in range(0, len(text), 7) if (hit := detector.feed(text[i : i + 7])))
@@ -410,7 +423,11 @@ def test_numbered_text_that_takes_turns_but_is_not_stuck_is_not_a_cycle() -> Non
 def test_real_counting_loops_are_found_by_their_16th_line(line: str, first: int, last: int) -> None:
     text = "Here is the list:\n\n" + numbered(line, first, last)
     [f] = loopbreak.scan(text)
-    assert (f.rule, f.start, f.repeats) == ("counter_lines", text.index("\n\n") + 2, last - first + 1)
+    assert (f.rule, f.start, f.repeats) == (
+        "counter_lines",
+        text.index("\n\n") + 2,
+        last - first + 1,
+    )
     assert text[f.start : f.detected_at].count("\n") == 16
     detector = loopbreak.Detector()
     stopped = next(hit for i in range(0, len(text), 3) if (hit := detector.feed(text[i : i + 3])))

@@ -79,7 +79,11 @@ def test_near_loops_missed_are_the_named_ones() -> None:
     # `<b>N.</b> <b>시골</b>` counts on for 59 lines (12 to 70) to the 800-token cut: a template
     # of markup, found by its 25th line.
     [found] = loopbreak.scan(texts["g13-sampled"])
-    assert (found.rule, found.block, found.repeats) == ("counter_lines", "<b>12.</b> <b>시골</b>", 59)
+    assert (found.rule, found.block, found.repeats) == (
+        "counter_lines",
+        "<b>12.</b> <b>시골</b>",
+        59,
+    )
 
 
 @pytest.mark.skipif(not DEVELOPMENT_SET.is_file(), reason="../shared/corpus is not beside the repo")

@@ -471,29 +471,40 @@ def counter_width(before: str, after: str) -> int:
     return max((len(a) for a, b in zip(n1, n2) if a != b), default=0)
 
 
+def template_line_class(line: str) -> str:
+    """What a line of a counter template is made of: ``marker`` (chat-template markers alone),
+    ``data`` (fewer than one visible unit in four a letter, a digit run counting as one; a table
+    row, starting with ``|``; one name of ASCII letters and digits alone), ``code`` (one of
+    ``()[]{}<>=;+``) or ``words``."""
+    content = line.lstrip("".join(WHITESPACE))
+    masked, _, _ = template(content)
+    visible = [ch for ch in CHAT_MARKER.sub("", masked) if ch not in WHITESPACE]
+    name = CHAT_MARKER.search(content) is None and content.isascii() and content.isalnum()
+    letters = sum(is_letter(ch) for ch in visible)
+    if not visible:
+        return "marker"
+    if content.startswith("|") or name or 4 * letters < len(visible):
+        return "data"
+    return "code" if any(ch in TEMPLATE_CODE_MARKS for ch in visible) else "words"
+
+
 def required_counter_lines(rules: loopbreak.Rules, cycle: str, stepped: str) -> int:
     """Counter lines a streak needs whose first cycle is ``cycle`` (its lines joined by
     newlines, as a finding's block) and whose next line, stepping on from the first, is
     ``stepped``. A line's template leaves out the indentation and counts each digit run as one
-    unit; a cycle's is its lines' together. Data (``data_counter_min_lines``) if no line holds a
-    letter, a line is a table row (starts with ``|``) or the widest number that steps has four
-    digits or more; else code and markup (the ``code_counter_`` values) if a line holds one of
-    ``()[]{}<>=;+``; else words (``counter_min_lines``, ``counter_span``). Chat-template
-    markers count in the length, as neither letters nor marks. Any cycle needs a line more than
-    its lines."""
+    unit; a cycle's is its lines' together. Data (``data_counter_min_lines``) if a line is data
+    (``template_line_class``) or the widest number that steps has four digits or more; else
+    code and markup (the ``code_counter_`` values) if a line is code; else words
+    (``counter_min_lines``, ``counter_span``). Any cycle needs a line more than its lines."""
     lines = cycle.split("\n")
-    length, letters, code, table = 0, False, False, False
+    length = 0
     for line in lines:
         indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
-        masked, _, _ = template(line[indent:])
-        length += len(masked)
-        visible = [ch for ch in CHAT_MARKER.sub("", masked) if ch not in WHITESPACE]
-        letters = letters or any(is_letter(ch) for ch in visible)
-        code = code or any(ch in TEMPLATE_CODE_MARKS for ch in visible)
-        table = table or line[indent:].startswith("|")
-    if not letters or table or counter_width(lines[0], stepped) >= 4:
+        length += len(template(line[indent:])[0])
+    classes = {template_line_class(line) for line in lines}
+    if "data" in classes or counter_width(lines[0], stepped) >= 4:
         least, span = rules.data_counter_min_lines, 0
-    elif code:
+    elif "code" in classes:
         least, span = rules.code_counter_min_lines, rules.code_counter_span
     else:
         least, span = rules.counter_min_lines, rules.counter_span
