@@ -467,3 +467,26 @@ def test_three_line_records_that_differ_are_not_a_cycle() -> None:
         for n, word in enumerate(DISTINCT_ITEMS, 1)
     )
     assert loopbreak.scan(doc) == []
+
+
+def test_json_entries_where_only_a_counter_steps_are_found_as_code() -> None:
+    # Structured output: one object a line whose id counts and whose other fields stay (code
+    # and markup: 25 lines); entries whose fields differ are records, not a loop.
+    stuck = "[\n" + numbered('  {{"id": {n}, "city": "Phoenix", "temp": 29.5}},', 1, 40) + "]\n"
+    [f] = loopbreak.scan(stuck)
+    assert (f.rule, f.block, f.repeats) == (
+        "counter_lines",
+        '  {"id": 1, "city": "Phoenix", "temp": 29.5},',
+        40,
+    )
+    assert stuck[f.start : f.detected_at].count("\n") == 25
+    cities = ["Phoenix", "Denver", "Austin", "Boston", "Seattle"]
+    records = (
+        "[\n"
+        + "".join(
+            f'  {{"id": {n}, "city": "{cities[n * 3 % 5]}", "temp": {20 + n * 7 % 13}.5}},\n'
+            for n in range(1, 200)
+        )
+        + "]\n"
+    )
+    assert loopbreak.scan(records) == []
