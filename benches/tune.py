@@ -36,7 +36,7 @@ from support.oracle import (  # noqa: E402
     PACKED_CONTEXT,
     line_kind,
     periodic_kind,
-    required_counter_lines,
+    required_counter_lines_at,
     required_lines,
     run_span,
 )
@@ -132,6 +132,7 @@ PROBES: dict[str, loopbreak.Rules] = {
         counter_span=0,
         code_counter_min_lines=2,
         code_counter_span=0,
+        data_counter_min_lines=2,
         min_repeats=HIGH,
         text_span=HIGH,
         code_min_repeats=HIGH,
@@ -179,7 +180,7 @@ def regions(
             load = f.repeats / required_lines(rules, line_kind(f.block), len(f.block))
         elif f.rule == "counter_lines":
             kind = "counters"
-            load = f.repeats / required_counter_lines(rules, f.block)
+            load = f.repeats / required_counter_lines_at(rules, text, f.start, f.block)
         else:
             kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
             load = span / run_span(rules, f.block, kind)

@@ -1,12 +1,12 @@
 //! The counter-template rule, one line end at a time: a model stuck on a template where only a
-//! number advances (`1. test.py`, `2. test.py`, ...), or on a cycle of two lines where a number
-//! advances (`<|im_start|>assistant57` and a prompt line, then `assistant58` and the same line;
-//! `1. Apple`, `2. Banana`, `3. Apple`, ...).
+//! number advances (`1. test.py`, `2. test.py`, ...), or on a cycle of two or three lines where a
+//! number advances (`<|im_start|>assistant57` and a prompt line, then `assistant58` and the same
+//! line; `1. Apple`, `2. Banana`, `3. Apple`, ...; three cat-care items numbered on and on).
 //!
-//! A line steps on from the line `p` lines before it (its period: 1 or 2 non-blank lines) when
+//! A line steps on from the line `p` lines before it (its period: 1 to 3 non-blank lines) when
 //! the two are equal once every maximal run of ASCII digits is masked, and from the first to the
 //! second every number is unchanged, one up or `p` up, at least one of them up (in a cycle, `p`
-//! 2, exactly one: several at once are a table of values), and no number that goes up is the
+//! 2 or 3, exactly one: several at once are a table of values), and no number that goes up is the
 //! tail of an identifier or an index (see [`part_of_a_name`]: `value_7`, `x1`, `0x1f`, `out[7]`
 //! are generated code and data; `backup7` and `assistant57`, a number after a word, count). In a
 //! template without a letter every number must go up (the fraction of a decimal aside: `$1.5`,
@@ -22,10 +22,10 @@
 //! line may). Blank lines do not break a streak; trailing whitespace is ignored. A streak is
 //! reported by its first cycle: its first `p` lines, joined by newlines.
 //!
-//! How many lines a streak needs depends on its cycle (see [`required_lines`]): a cycle of
-//! words, or of templates without a letter, `counter_min_lines` or `counter_span` units of
-//! lines; code and markup `code_counter_min_lines` or `code_counter_span`; and always a line
-//! more than its period.
+//! How many lines a streak needs depends on what its cycle is made of ([`TemplateClass`], see
+//! [`required_lines`]): words `counter_min_lines`, code and markup `code_counter_min_lines`, data
+//! `data_counter_min_lines` (with the spans of a preset that sets them); and always a line more
+//! than its period.
 //!
 //! Numbers are compared on their digit strings, so no number is too long to compare: a number is
 //! unchanged if its digits are, and one (or `p`) up if they are its digits plus one (or `p`),
@@ -34,9 +34,9 @@
 //!
 //! Only lines that fit `max_long_period` units (newline excluded, trailing whitespace included)
 //! can be counter lines: such a line is always whole in the window at its newline, whatever the
-//! chunking. The two latest non-blank lines are read back from the window, and copied out of it
+//! chunking. The three latest non-blank lines are read back from the window, and copied out of it
 //! only if they would leave it (blank lines between, long lines); the streak's first cycle is
-//! copied when it starts. So a stream keeps at most four lines of `max_long_period` units. A
+//! copied when it starts. So a stream keeps at most six lines of `max_long_period` units. A
 //! line more than two units longer than the one a period before (more than two numbers that
 //! carry at once: `(9, 9, 9)` to `(10, 10, 10)`) breaks the streak.
 //!
@@ -44,13 +44,11 @@
 //! or gains a digit; in a cycle only one number steps, so it gains at most one unit), the two
 //! end alike (or both in a digit), and they first differ at a digit in both (the last digit that
 //! goes up, or the first of a number of nines). So a line shorter or much longer than each of
-//! the two before it, that ends apart from those as long, or that first differs from them at a
+//! the three before it, that ends apart from those as long, or that first differs from them at a
 //! unit no digit in either (found 16 units at a time), most lines of any text, is told apart
-//! without a digit being read. Cycles of three lines would cost clean text 12-14% more
-//! instructions in this design (a third line to compare each line with), against 7-8% for
-//! cycles of two (docs/benchmarks.md): they are not taken.
+//! without a digit being read (docs/benchmarks.md).
 
-use crate::classes::{classify, is_code_mark, is_whitespace, UnitClass};
+use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::window::Window;
@@ -67,8 +65,26 @@ pub enum CounterEvent {
     Reached,
 }
 
-/// The longest cycle of lines a streak may repeat (see the module's last paragraph).
-pub(crate) const MAX_PERIOD: usize = 2;
+/// The longest cycle of lines a streak may repeat.
+pub(crate) const MAX_PERIOD: usize = 3;
+
+/// What a counter template is made of, which sets the lines its streak needs (see
+/// [`required_lines`]). Benign text counts on longest in data, then in code; a model stuck on a
+/// template writes words as often as anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateClass {
+    /// Words, whatever punctuation sits among them (`N. Check the server's response ...`,
+    /// ``N. `test.py` ``, `**Step N:**`, `2023-01-N,Phoenix,29.5,51,14`).
+    Words,
+    /// Code and markup: a line holding a bracket, `<` `>`, `=`, `;` or `+` (`server(N);`,
+    /// `<b>N.</b>`).
+    Code,
+    /// Data: mostly numbers and punctuation (`(N)`, bare numbers, `$N.5`, an ASCII-art rule
+    /// `+---- N ----`), a table row of cells (`| N | pending |`), one name per line (a list of
+    /// keywords, `pycallN`), or a counter of four digits or more (a year, an id, a row number:
+    /// data counts on from large values, a model from 1).
+    Data,
+}
 
 /// The run of counter lines the latest lines belong to.
 #[derive(Clone, Copy, Debug)]
@@ -84,7 +100,7 @@ struct Streak {
 
 /// A line: where it starts, its content's length (trailing whitespace dropped) and where it
 /// ends (its newline), read from the window while it holds the line, from `copy` once it had
-/// to leave. Setting one costs three stores, as every non-blank line of a text is set.
+/// to leave. Setting one costs four stores, as every non-blank line of a text is set.
 #[derive(Clone, Debug)]
 struct Held {
     start: u64,
@@ -162,7 +178,7 @@ impl Counters {
             streak: None,
             first_start: 0,
             cycle: Vec::new(),
-            recent: [Held::none(), Held::none()],
+            recent: [Held::none(), Held::none(), Held::none()],
             latest: 0,
         }
     }
@@ -199,7 +215,7 @@ impl Counters {
     /// The slot in `recent` of the non-blank line `p` lines before the one being read (`p` in
     /// `1..=MAX_PERIOD`), from a table: a remainder cost more than the rest of a line's check.
     fn slot_back(&self, p: usize) -> usize {
-        const SLOTS: [[usize; MAX_PERIOD]; MAX_PERIOD] = [[0, 1], [1, 0]];
+        const SLOTS: [[usize; MAX_PERIOD]; MAX_PERIOD] = [[0, 2, 1], [1, 0, 2], [2, 1, 0]];
         SLOTS[self.latest][p - 1]
     }
 
@@ -223,7 +239,7 @@ impl Counters {
     ) -> Option<CounterEvent> {
         // Lengths and last units first: most lines are told apart by them (a line that steps
         // on is no shorter than the line it steps on from, at most `MAX_GAIN` units longer, and
-        // ends alike), whichever of the two lines before it that is: a bit for each slot of
+        // ends alike), whichever of the three lines before it that is: a bit for each slot of
         // `recent` that may be.
         let near = |slot: usize| {
             let line = &self.recent[slot];
@@ -232,7 +248,7 @@ impl Counters {
         let event = match self.streak {
             Some(streak) => Some(self.go_on(streak, start, content_len, x, window)),
             // A line that repeats the one before is the identical-lines rule's: it starts none.
-            None if !repeats => match near(0) | near(1) {
+            None if !repeats => match near(0) | near(1) | near(2) {
                 0 => None,
                 slots => self.start_streak(slots, start, content_len, x, window),
             },
@@ -267,7 +283,7 @@ impl Counters {
                 && self.steps_on(before, start, content_len, p, window)
                 && (1..p).all(|q| self.back(q).fits(&self.rules))
             {
-                return Some(self.started(p, window));
+                return Some(self.started(p, start, content_len, window));
             }
         }
         None
@@ -288,11 +304,12 @@ impl Counters {
         from.is_some_and(|from| counts_from(before, start, content_len, from, period, window))
     }
 
-    /// A streak of `period` lines starts at the line being read: its first cycle, the lines
-    /// before it, is copied, and what it needs worked out.
+    /// A streak of `period` lines starts at the line from `start` (`content_len` units): its
+    /// first cycle, the lines before it, is copied, and what it needs worked out.
     #[inline(never)]
-    fn started<T: Unit>(&mut self, period: usize, window: &Window<T>) -> CounterEvent {
+    fn started<T: Unit>(&mut self, period: usize, start: u64, content_len: u64, window: &Window<T>) -> CounterEvent {
         let lines: Vec<Vec<u32>> = (1..=period).rev().map(|p| self.back(p).units(window)).collect();
+        let stepped = window.units(start, start + content_len);
         self.first_start = self.back(period).start;
         self.cycle.clear();
         for (i, line) in lines.iter().enumerate() {
@@ -301,7 +318,7 @@ impl Counters {
             }
             self.cycle.extend_from_slice(line);
         }
-        let required = required_lines(&self.rules, &lines);
+        let required = required_lines(&self.rules, &lines, &stepped);
         let streak = self.streak.insert(Streak { count: period as u64 + 1, period, flat: 0, required });
         if streak.count == required {
             CounterEvent::Reached
@@ -433,53 +450,122 @@ fn is_digit(unit: u32) -> bool {
     unit.wrapping_sub(u32::from(b'0')) < 10
 }
 
-/// The lines a counter streak of the cycle `lines` needs (see
-/// [`Rules::required_counter_lines`]). A line's template is the line without its indentation
-/// (layout: an indented line of code, `        base + 2 * step,` 61 times in torch's
-/// vec512_int.h, needs as many lines as its content alone), each digit run one unit; a cycle's
-/// is its lines' together. A cycle of words (every line of words: no mark of code, at least 3 of
-/// 4 visible units letters, as a block of words: `7. A first-date activity:`; or without a
-/// letter, whose numbers must all count, see [`counts_on`]) needs `counter_min_lines`/
-/// `counter_span`; code and markup (`insert ( 2400 1255 0 'I/O' )` 54 times in postgres.bki,
-/// `pd.Timestamp("2043-01-01"),`, `- 7. Cleaning:`) the `code_counter_` values, as benign code
-/// counts on for longer than prose does. A chat-template marker (`<|im_start|>`, `<|eot_id|>`:
-/// `<|`, ASCII letters, digits or `_`, `|>`) is text a model writes between turns, no code: its
-/// units count in the template's length and neither as letters nor as marks.
-pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>]) -> u64 {
-    let (mut template_len, mut words) = (0, true);
+/// The lines a counter streak needs whose first cycle is `lines` and whose next line,
+/// stepping on from the first, is `stepped` (see [`Rules::required_counter_lines`]). A line's
+/// template is the line without its indentation, each digit run one unit; a cycle's is its
+/// lines' together. What the cycle is made of ([`TemplateClass`]): data if a line is data
+/// (fewer than one visible unit in four a letter: numbers and punctuation, an ASCII-art rule;
+/// a table row, its first visible unit `|`; one name of ASCII letters and digits alone, as in a
+/// list of keywords, `pycall1i`), or if its counter (the widest number that steps from its first
+/// line to `stepped`) has four digits or more: years, ids and row numbers are data columns,
+/// which count on for long (copyright years, decimal's test cases `dqadd371427`), where a model
+/// numbers from 1; else code if a line holds a mark of code (a bracket, `<` `>`, `=`, `;`, `+`:
+/// `server(N);`, `<b>N.</b>`); else words, whatever punctuation sits among them (an
+/// apostrophe, quotes, backticks, a colon, emphasis). A chat-template marker (`<|im_start|>`,
+/// `<|eot_id|>`: `<|`, ASCII letters, digits or `_`, `|>`) is text a model writes between
+/// turns: its units count in the template's length and as nothing else, and a line of markers
+/// alone is of no class.
+pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>], stepped: &[u32]) -> u64 {
+    let mut template_len = 0;
+    let (mut code, mut data) = (false, counter_width(&lines[0], stepped) >= 4);
     for line in lines {
-        let (len, of_words) = template(line);
-        template_len += len;
-        words &= of_words;
+        let template = template(line);
+        template_len += template.len;
+        code |= template.class == LineClass::Code;
+        data |= template.class == LineClass::Data;
     }
-    rules.required_counter_lines(template_len, lines.len() as u64, words)
+    let class = if data {
+        TemplateClass::Data
+    } else if code {
+        TemplateClass::Code
+    } else {
+        TemplateClass::Words
+    };
+    rules.required_counter_lines(template_len, lines.len() as u64, class)
 }
 
-/// A line's template length (see [`required_lines`]) and whether it is of words.
-fn template(line: &[u32]) -> (u64, bool) {
-    let (mut template_len, mut visible, mut letters, mut code) = (0, 0, 0, false);
+/// The digits of the widest number of `before` that differs in `after` (a line that steps on
+/// from it: the same template).
+fn counter_width(before: &[u32], after: &[u32]) -> usize {
+    let (mut i, mut j, mut width) = (0, 0, 0);
+    while i < before.len() && j < after.len() {
+        if is_digit(before[i]) && is_digit(after[j]) {
+            let (read_before, read_after) = (|k: usize| before[k], |k: usize| after[k]);
+            let x = Digits::at(&read_before, i, before.len());
+            let y = Digits::at(&read_after, j, after.len());
+            if !x.equals(&y) {
+                width = width.max(x.len());
+            }
+            (i, j) = (x.end, y.end);
+        } else {
+            (i, j) = (i + 1, j + 1);
+        }
+    }
+    width
+}
+
+/// What a line of a counter template is made of (see [`required_lines`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LineClass {
+    /// Nothing visible but chat-template markers (`<|im_end|>`).
+    Marker,
+    Words,
+    Code,
+    /// Fewer than one visible unit in four a letter (a digit run counting as one), a table row
+    /// (its first visible unit `|`) or one name (ASCII letters and digits alone: `pycall1i`).
+    Data,
+}
+
+/// A line's template: its length (indentation left out, each digit run one unit) and class.
+struct Template {
+    len: u64,
+    class: LineClass,
+}
+
+fn template(line: &[u32]) -> Template {
+    let (mut len, mut visible, mut letters, mut code, mut name) = (0, 0, 0, false, true);
     let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();
+    let table_row = line.get(indent) == Some(&u32::from(b'|'));
     let mut i = indent;
     while i < line.len() {
         let unit = line[i];
         let marker = chat_marker_len(&line[i..]);
         if marker > 0 {
-            template_len += marker as u64;
-            i += marker;
+            (len, i, name) = (len + marker as u64, i + marker, false);
             continue;
         }
+        name &= unit < 128 && (unit as u8).is_ascii_alphanumeric();
         let continues_a_number = is_digit(unit) && i > indent && is_digit(line[i - 1]);
         if !continues_a_number {
-            template_len += 1;
+            len += 1;
             match classify(unit) {
                 UnitClass::Whitespace => {}
                 UnitClass::Letter => (visible, letters) = (visible + 1, letters + 1),
-                UnitClass::Other => (visible, code) = (visible + 1, code || unit < 128 && is_code_mark(unit as u8)),
+                UnitClass::Other => {
+                    visible += 1;
+                    code |= unit < 128 && is_template_code_mark(unit as u8);
+                }
             }
         }
         i += 1;
     }
-    (template_len, letters == 0 || !code && 4 * letters >= 3 * visible)
+    let class = if visible == 0 {
+        LineClass::Marker
+    } else if table_row || name || 4 * letters < visible {
+        LineClass::Data
+    } else if code {
+        LineClass::Code
+    } else {
+        LineClass::Words
+    };
+    Template { len, class }
+}
+
+/// A mark of code in a counter template: a bracket, `<` `>`, `=`, `;` or `+` (`base + N *
+/// step,`). Quotes, apostrophes, backticks, `_` and `*` sit in prose and markdown as often as
+/// in code.
+fn is_template_code_mark(byte: u8) -> bool {
+    matches!(byte, b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' | b'=' | b';' | b'+')
 }
 
 /// The length of the chat-template marker `units` starts with (`<|im_end|>`), or 0.
@@ -658,7 +744,7 @@ impl<'a, F: Fn(usize) -> u32> Digits<'a, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::{RuleValues, DEFAULT_RULES};
+    use crate::rules::{RuleValues, CONSERVATIVE_RULES, DEFAULT_RULES};
 
     fn units(s: &str) -> Vec<u32> {
         s.chars().map(u32::from).collect()
@@ -668,8 +754,9 @@ mod tests {
         counts_on(&units(before), &units(after), 1)
     }
 
-    fn needs(lines: &[&str]) -> u64 {
-        required_lines(&DEFAULT_RULES, &lines.iter().map(|line| units(line)).collect::<Vec<_>>())
+    /// The lines a streak of the cycle `lines` needs, stepping on to `stepped`.
+    fn needs(lines: &[&str], stepped: &str) -> u64 {
+        required_lines(&DEFAULT_RULES, &lines.iter().map(|line| units(line)).collect::<Vec<_>>(), &units(stepped))
     }
 
     #[test]
@@ -747,39 +834,65 @@ mod tests {
     }
 
     #[test]
-    fn templates_of_words_need_fewer_lines_than_code() {
-        // Words: `N. A first-date activity:` is 25 units (a digit run counts as one): 640 / 26.
-        assert_eq!(needs(&["12. A first-date activity:"]), 25);
-        assert_eq!(needs(&[&format!("1. {}", "word ".repeat(20))]), 16);
-        // No letter: as words (every number must count). `N,` is 2 units.
-        assert_eq!(needs(&["17,"]), 214);
-        // Code and markup: `base + N * step,` is 16 units (indentation does not count), 1600 / 17;
-        // `- N. Cleaning:` has too few letters for words (8 of 12), 1600 / 15.
-        assert_eq!(needs(&["- 155. Cleaning:"]), 107);
-        assert_eq!(needs(&["        base + 2 * step,"]), 95);
-        assert_eq!(needs(&["<b>12.</b> <b>word</b>"]), 73);
-        assert_eq!(needs(&["insert ( 2400 1255 0 'I/O' )"]), 70);
+    fn words_need_16_lines_code_25_data_64_whatever_their_length() {
+        // Words, whatever punctuation sits among them: an apostrophe, backticks, a colon,
+        // emphasis, a list bullet, a CSV row of a word and numbers.
+        let server = "1. Check the server's response to identify it.";
+        assert_eq!(needs(&[server], &server.replace('1', "2")), 16);
+        assert_eq!(needs(&["1. `test.py`"], "2. `test.py`"), 16);
+        assert_eq!(needs(&["1. apple"], "2. apple"), 16);
+        assert_eq!(needs(&["**Step 1:** wait"], "**Step 2:** wait"), 16);
+        assert_eq!(needs(&["- 155. Cleaning:"], "- 156. Cleaning:"), 16);
+        assert_eq!(needs(&["2023-01-01,Phoenix,29.5,51,14"], "2023-01-02,Phoenix,29.5,51,14"), 16);
+        // Code and markup: a bracket, `<` `>`, `=`, `;` or `+`.
+        assert_eq!(needs(&["        base + 2 * step,"], "        base + 3 * step,"), 25);
+        assert_eq!(needs(&["server(1);"], "server(2);"), 25);
+        assert_eq!(needs(&["<b>12.</b> <b>word</b>"], "<b>13.</b> <b>word</b>"), 25);
+        assert_eq!(needs(&["1 = VIVA"], "2 = VIVA"), 25);
+        // Data: fewer than a letter in four visible units, a table row, a name, a counter of
+        // four digits or more.
+        assert_eq!(needs(&["1: 0.5 0.5 0.5 0.5 ms"], "2: 0.5 0.5 0.5 0.5 ms"), 64);
+        assert_eq!(needs(&["Item12"], "Item13"), 64);
+        assert_eq!(needs(&["17,"], "18,"), 64);
+        assert_eq!(needs(&["(7)"], "(8)"), 64);
+        assert_eq!(needs(&["| 7 | pending | - |"], "| 8 | pending | - |"), 64);
+        assert_eq!(needs(&["Copyright (C) 1995 the authors"], "Copyright (C) 1996 the authors"), 64);
+        assert_eq!(needs(&["insert ( 2400 1255 0 'I/O' )"], "insert ( 2401 1255 0 'I/O' )"), 64);
+        // A year that stays is no counter: the day counts.
+        assert_eq!(needs(&["2023-01-09,Phoenix"], "2023-01-10,Phoenix"), 16);
     }
 
     #[test]
-    fn a_cycle_needs_the_lines_of_its_templates_together() {
-        // 13.txt: a chat-template marker is no code, so both lines are words; their templates
-        // are 22 and 38 units: 2 * 640 / 62.
-        assert_eq!(needs(&["<|im_start|>assistant57", "tell me something about you？<|im_end|>"]), 21);
-        // A line of code makes the cycle code: 2 * 1600 / (8 + 9 + 2).
-        assert_eq!(needs(&["1. Apple", "x = f(1);"]), 169);
+    fn a_cycle_is_code_if_a_line_is_else_words_if_a_line_is() {
+        // 13.txt: a chat-template marker is no code, so both lines are words.
+        let cycle = ["<|im_start|>assistant57", "tell me something about you？<|im_end|>"];
+        assert_eq!(needs(&cycle, "<|im_start|>assistant58"), 16);
+        assert_eq!(needs(&["1. Apple", "x = f(1);"], "3. Apple"), 25);
+        // A line of data makes the cycle data: a number alone, an ASCII-art rule, a name.
+        assert_eq!(needs(&["1.", "Cat care"], "2."), 64);
+        let traceback = ["'    | ValueError: 0\\n'", "'    +---------------- 2 ----------------\\n'"];
+        assert_eq!(needs(&traceback, "'    | ValueError: 1\\n'"), 64);
+        assert_eq!(needs(&["pycall1", "pycall1i", "pycall1t"], "pycall2"), 64);
+        // A line of chat-template markers alone is of no class.
+        assert_eq!(needs(&["Tell me a joke, number 1", "<|im_end|>"], "Tell me a joke, number 2"), 16);
         // Not a marker: `<|` without a name and `|>`.
-        assert_eq!(needs(&["<| 1. Apple"]), 134);
+        assert_eq!(needs(&["<| 1. Apple"], "<| 2. Apple"), 25);
+        // With spans (the conservative preset), a short template needs more lines.
+        let lines = |r: &Rules, line: &str, next: &str| required_lines(r, &[units(line)], &units(next));
+        assert_eq!(lines(&CONSERVATIVE_RULES, "12. A first-date activity:", "13. A first-date activity:"), 25);
+        assert_eq!(lines(&CONSERVATIVE_RULES, "- 155. Cleaning:", "- 156. Cleaning:"), 43);
+        assert_eq!(lines(&CONSERVATIVE_RULES, "7", "8"), 320);
         // A line more than its period, whatever the thresholds.
         let r = Rules::new(RuleValues {
             counter_min_lines: 2,
             counter_span: 0,
             code_counter_min_lines: 2,
             code_counter_span: 0,
+            data_counter_min_lines: 2,
             ..*DEFAULT_RULES
         })
         .unwrap();
-        assert_eq!(required_lines(&r, &[units("1. a"), units("b"), units("c")]), 4);
+        assert_eq!(required_lines(&r, &[units("1. a"), units("b"), units("c")], &units("4. a")), 4);
     }
 
     #[test]
@@ -791,6 +904,8 @@ mod tests {
         assert!(steps("98 a", "101 a", 3));
         assert!(!steps("1. Apple", "3. Apple", 1));
         assert!(!steps("1. Apple", "4. Apple", 2));
+        assert!(steps("1. Apple", "4. Apple", 3));
+        assert!(!steps("1. Apple", "5. Apple", 3));
         assert!(!steps("1. Apple", "1. Apple", 2));
         assert!(!steps("7 a", "09 a", 2));
     }

@@ -28,6 +28,7 @@ mod python;
 
 pub use batch::{map_parallel, scan_many};
 pub use classes::{BlockKind, PACKED_CONTEXT};
+pub use counters::TemplateClass;
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{Finding, Rule};
 pub use rules::{RuleValues, Rules, RulesError, CONSERVATIVE_RULES, DEFAULT_RULES, TOKEN_RULES};

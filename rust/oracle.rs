@@ -2,7 +2,7 @@
 //! The streaming detector must agree with it exactly.
 
 use crate::classes::{BlockKind, PACKED_CONTEXT};
-use crate::counters::{counts_on, required_lines};
+use crate::counters::{counts_on, required_lines, MAX_PERIOD};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 
@@ -145,7 +145,7 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
 
 /// Counter streaks, line by line as the rule reads: non-blank lines (blank ones skipped) within
 /// `max_long_period` units (newline excluded). With no streak running, a line that does not
-/// repeat the line before it and counts on from the line 1 or 2 before it (the first that does,
+/// repeat the line before it and counts on from the line 1, 2 or 3 before it (the first that does,
 /// all of them fitting) starts a streak
 /// of that period from that line; a running one goes on with each line that counts on from the
 /// line a period before, or equals it while fewer than a period of lines in a row do; any other
@@ -205,11 +205,11 @@ fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         }
         // A line that repeats the one before starts none (that is `identical_lines`).
         let Some(line) = lines.get(k).filter(|line| line.3 && (k == 0 || lines[k - 1].1 != line.1)) else { continue };
-        let period =
-            (1..=2.min(k)).find(|&p| lines[k - p..k].iter().all(|line| line.3) && counts_on(lines[k - p].1, line.1, p));
+        let period = (1..=MAX_PERIOD.min(k))
+            .find(|&p| lines[k - p..k].iter().all(|line| line.3) && counts_on(lines[k - p].1, line.1, p));
         if let Some(period) = period {
             let cycle: Vec<Vec<u32>> = lines[k - period..k].iter().map(|line| line.1.to_vec()).collect();
-            streak = Some((k - period, period, 0, required_lines(rules, &cycle)));
+            streak = Some((k - period, period, 0, required_lines(rules, &cycle, line.1)));
         }
     }
 }

@@ -13,6 +13,7 @@
 use std::fmt;
 
 use crate::classes::BlockKind;
+use crate::counters::TemplateClass;
 pub use crate::thresholds::RuleValues;
 use crate::thresholds::{Bounds, BOUNDS, CONSERVATIVE_VALUES, DEFAULT_VALUES, SMALL_VALUES, TOKEN_VALUES};
 
@@ -216,16 +217,16 @@ impl Rules {
         u64::from(self.code_min_lines).max(u64::from(span).div_ceil(len + 1))
     }
 
-    /// Counter lines needed for a cycle of `period` lines whose templates (each line without its
-    /// indentation and trailing whitespace, each digit run counted as one unit) are
-    /// `template_len` units together: enough to cover `counter_span` units with their newlines,
-    /// and at least `counter_min_lines`; for a cycle of code or markup (not `words`),
-    /// `code_counter_span` and `code_counter_min_lines`; and a line more than the period.
-    pub fn required_counter_lines(&self, template_len: u64, period: u64, words: bool) -> u64 {
-        let (lines, span) = if words {
-            (self.counter_min_lines, self.counter_span)
-        } else {
-            (self.code_counter_min_lines, self.code_counter_span)
+    /// Counter lines needed for a cycle of `period` lines of this class whose templates (each
+    /// line without its indentation and trailing whitespace, each digit run counted as one unit)
+    /// are `template_len` units together: for words at least `counter_min_lines`, and enough to
+    /// cover `counter_span` units with their newlines; for code and markup the `code_counter_`
+    /// values; for data `data_counter_min_lines`; and always a line more than the period.
+    pub fn required_counter_lines(&self, template_len: u64, period: u64, class: TemplateClass) -> u64 {
+        let (lines, span) = match class {
+            TemplateClass::Words => (self.counter_min_lines, self.counter_span),
+            TemplateClass::Code => (self.code_counter_min_lines, self.code_counter_span),
+            TemplateClass::Data => (self.data_counter_min_lines, 0),
         };
         u64::from(lines).max((u64::from(span) * period).div_ceil(template_len + period)).max(period + 1)
     }

@@ -268,20 +268,19 @@ macro_rules! with_thresholds {
             }
 
             /// Consecutive counter lines (equal once digit runs are masked, every number unchanged or
-            /// one up from the line before, at least one up; or a cycle of two such lines, see
-            /// the counters module) needed by a long template of words, or without a letter.
+            /// one up from the line before, at least one up; or a cycle of two or three such lines,
+            /// see the counters module) needed by a template of words.
             counter_min_lines: u32 {
                 least: 2,
                 most: MAX_SPAN_LIMIT,
-                // A template of words (or without a letter) counting on: 16 lines, or 640 units of
-                // lines (20 lines of a 31-unit template, 25 of `N. A first-date activity:`). Benign
-                // text counts on for at most 10 lines of such a template (`Classifier: Programming
-                // Language :: Python :: 3.N`, 49 units, in package metadata; mdoc's
-                // `.ds doc-operating-system-OpenBSD-N.0` table) and 12 of a 28-unit one (a list of
-                // model names by year): loads 0.63 and 0.55.
+                // A template of words counting on: 16 lines whatever its length (real outputs write
+                // 10-70 such lines before a token limit: `N. Check the server's response ...` 38 to
+                // the limit). Benign text counts on for at most 10 lines of a template of words
+                // (`Classifier: Programming Language :: Python :: 3.N` in package metadata; mdoc's
+                // `.ds doc-operating-system-OpenBSD-N.0` table): load 0.63. See docs/tuning.md.
                 default: 16,
-                // Templates of words (or without a letter) need what the defaults ask: nothing in
-                // the whole corpus counts on as long (see `DEFAULT_RULES`).
+                // Templates of words need 16 lines or 640 units of lines (25 of `N. A first-date
+                // activity:`).
                 conservative: 16,
                 // Off in effect (a streak of 2^24 lines): ids 48-57 stand for whatever the vocabulary
                 // puts there, not for digits, and id 10 is no newline in most vocabularies.
@@ -289,25 +288,25 @@ macro_rules! with_thresholds {
                 small: 3,
             }
 
-            /// Units (template length plus newline, times lines) after which a counter streak of such a
-            /// template needs no more than `counter_min_lines`: a short template needs more lines (see
-            /// [`crate::Rules::required_counter_lines`]).
+            /// Units (template length plus newline, times lines) after which a counter streak of words
+            /// needs no more than `counter_min_lines`: with a span, a short template needs more lines
+            /// (see [`crate::Rules::required_counter_lines`]); 0, none.
             counter_span: u32 {
                 least: 0,
                 most: MAX_SPAN_LIMIT,
                 // With `counter_min_lines`, in every preset (see there).
-                default: 640,
+                default: 0,
                 conservative: 640,
                 tokens: 0,
                 small: 20,
             }
 
-            /// Consecutive counter lines needed by a long template of code or markup.
+            /// Consecutive counter lines needed by a template of code or markup.
             code_counter_min_lines: u32 {
                 least: 2,
                 most: MAX_SPAN_LIMIT,
-                // Code and markup count on for longer: as in the conservative preset (see there).
-                default: 40,
+                // Code and markup: 25 lines, the incident's line floor, whatever the length.
+                default: 25,
                 // Counter templates of code and markup (`counter_lines`): the development set's d11
                 // (`- N. Cleaning:`) counts on for 156 lines of a 14-unit template (107 needed,
                 // 1.46x). Benign text counts on for at most 54 lines of a 22-unit template
@@ -321,12 +320,12 @@ macro_rules! with_thresholds {
             }
 
             /// Units of lines after which a counter streak of code or markup needs no more than
-            /// `code_counter_min_lines`.
+            /// `code_counter_min_lines` (0: none).
             code_counter_span: u32 {
                 least: 0,
                 most: MAX_SPAN_LIMIT,
                 // With `code_counter_min_lines`, in every preset (see there).
-                default: 1600,
+                default: 0,
                 conservative: 1600,
                 tokens: 0,
                 small: 30,
@@ -346,6 +345,23 @@ macro_rules! with_thresholds {
                 // floor.
                 tokens: 128,
                 small: 96,
+            }
+
+            /// Consecutive counter lines needed by a template of data: no letter (`(N)`, bare
+            /// numbers, `$N.5`), a table row of cells, or a counter of four digits or more (a year,
+            /// an id).
+            data_counter_min_lines: u32 {
+                least: 2,
+                most: MAX_SPAN_LIMIT,
+                // Data (numbers alone, table cells, years and ids) counts on longest in benign text
+                // (18 lines of `1: 1,` in a jsonschema test; year lists of 35): 64 lines.
+                default: 64,
+                // What bare numbers needed before the data class: perl's unicore tables count on
+                // for 150 lines of one number (machine-generated).
+                conservative: 320,
+                // Off in effect, as `counter_min_lines`.
+                tokens: MAX_SPAN_LIMIT,
+                small: 5,
             }
         }
     };
@@ -444,7 +460,7 @@ mod tests {
             asked.len() as u32
         });
         assert_eq!(asked, names);
-        assert_eq!(values.max_period, 1);
-        assert_eq!(values.payload_span, COUNT as u32);
+        assert_eq!(values.named_values().map(|(_, value)| value), std::array::from_fn(|i| i as u32 + 1));
+        assert_eq!(values.named_values().len(), COUNT);
     }
 }

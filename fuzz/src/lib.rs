@@ -22,8 +22,8 @@
 
 use arbitrary::Unstructured;
 use loopbreak::{
-    scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, RuleValues, Rules, Trimmed,
-    DEFAULT_RULES, PACKED_CONTEXT, SMALL_RULES,
+    scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, RuleValues, Rules, TemplateClass,
+    Trimmed, DEFAULT_RULES, PACKED_CONTEXT, SMALL_RULES,
 };
 
 /// The findings a detector fed `units` at once reports: each region as its rule first held.
@@ -78,6 +78,7 @@ pub const LOW: RuleValues = RuleValues {
     counter_span: 0,
     code_counter_min_lines: 2,
     code_counter_span: 0,
+    data_counter_min_lines: 2,
     payload_span: 32,
 };
 
@@ -194,6 +195,7 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 counter_span: field(2000),
                 code_counter_min_lines: 1 + field(50),
                 code_counter_span: field(2000),
+                data_counter_min_lines: 1 + field(80),
                 payload_span: 31 + field(3000),
             };
             match Rules::new(values) {
@@ -249,9 +251,10 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
                 }
             }
             4 => {
-                // Counter lines: a template, or a cycle of two or three (some without a number),
-                // around a number that mostly counts up by one, line by line or once a cycle.
-                let period = 1 + below(u, 3);
+                // Counter lines: a template, or a cycle of two to four (some without a number;
+                // four is no counter), around a number that mostly counts up by one, line by
+                // line or once a cycle.
+                let period = 1 + below(u, 4);
                 let cycle: Vec<(Vec<u32>, Vec<u32>, bool)> = (0..period)
                     .map(|_| {
                         let head = (0..below(u, 8)).map(|_| pick(u)).collect();
@@ -474,12 +477,14 @@ fn counts_on(before: &[u32], after: &[u32], period: usize) -> bool {
     advanced && (letter || all_up)
 }
 
-/// Counter lines a cycle of lines needs; indentation does not count, a chat-template marker
-/// (`<|name|>`) counts in the length and is neither letters nor code. A cycle of words (every
-/// line of words: no mark of code, at least 3 of 4 visible units letters; or without letters)
-/// takes the first pair of values, code and markup the `code_counter_` pair.
-fn counter_lines_needed(rules: &Rules, cycle: &[&[u32]]) -> u64 {
-    let (mut len, mut words) = (0, true);
+/// Counter lines a streak needs whose first cycle is `cycle` and whose next line (stepping on
+/// from the first) is `stepped`; indentation does not count, a chat-template marker
+/// (`<|name|>`) counts in the length and as nothing else. Data if a line is (a letter in fewer
+/// than four of its visible units, a digit run one; a table row, starting with `|`; one name
+/// of ASCII letters and digits) or a number of four digits or more steps; else code if a line
+/// holds one of `()[]{}<>=;+`; else words.
+fn counter_lines_needed(rules: &Rules, cycle: &[&[u32]], stepped: &[u32]) -> u64 {
+    let (mut len, mut code, mut data) = (0, false, false);
     for line in cycle {
         let indent = line.iter().take_while(|&&u| is_ws(u)).count();
         let (template, _) = masked(&line[indent..]);
@@ -489,10 +494,28 @@ fn counter_lines_needed(rules: &Rules, cycle: &[&[u32]]) -> u64 {
         let visible: Vec<char> =
             shown.chars().zip(&marker).filter(|&(c, &m)| !m && !c.is_whitespace()).map(|(c, _)| c).collect();
         let letters = visible.iter().filter(|c| c.is_alphabetic()).count();
-        let code = visible.iter().any(|&c| "_()[]{}<>=;\"'`".contains(c));
-        words &= letters == 0 || !code && 4 * letters >= 3 * visible.len();
+        let content = &line[indent..];
+        let name = !marker.contains(&true)
+            && content.iter().all(|&u| char::from_u32(u).is_some_and(|c| c.is_ascii_alphanumeric()));
+        if visible.is_empty() {
+            continue;
+        }
+        if shown.starts_with('|') || name || 4 * letters < visible.len() {
+            data = true;
+        }
+        code |= visible.iter().any(|&c| "()[]{}<>=;+".contains(c));
     }
-    rules.required_counter_lines(len, cycle.len() as u64, words)
+    let (_, before) = masked(cycle[0]);
+    let (_, after) = masked(stepped);
+    let wide_step = before.iter().zip(&after).any(|((a, _), (b, _))| a != b && a.len() >= 4);
+    let class = if data || wide_step {
+        TemplateClass::Data
+    } else if code {
+        TemplateClass::Code
+    } else {
+        TemplateClass::Words
+    };
+    rules.required_counter_lines(len, cycle.len() as u64, class)
 }
 
 /// Which chars of `line` are inside a chat-template marker: `<|`, one or more ASCII letters,
@@ -600,7 +623,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 let lines: Vec<&[u32]> = lines.into_iter().map(trim_trailing_ws).collect();
                 // The block is the first cycle: its lines joined by newlines.
                 let period = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
-                assert!((1..=2).contains(&period) && lines.len() > period, "{}", ctx());
+                assert!((1..=3).contains(&period) && lines.len() > period, "{}", ctx());
                 assert_eq!(f.block, lines[..period].join(&NEWLINE), "block is not the first cycle: {}", ctx());
                 assert_eq!(f.period, f.block.len() as u64, "{}", ctx());
                 assert_a_counter_streak(&lines, period, &ctx);
@@ -613,7 +636,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                     "a shorter period steps on: {}",
                     ctx()
                 );
-                let need = counter_lines_needed(rules, &lines[..period]);
+                let need = counter_lines_needed(rules, &lines[..period], lines[period]);
                 assert_eq!(f.repeats, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(lines.len() as u64, f.repeats, "{}", ctx());
                 // Where a streak may start depends on the one before it (a line that breaks a

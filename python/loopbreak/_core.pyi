@@ -99,35 +99,44 @@ class Rules:
     Non-empty lines equal once every run of ASCII digits is masked, where from each line to the
     next every number is unchanged or one up and at least one is one up (``1. test.py``,
     ``2. test.py``, ...; blank lines between them allowed, trailing whitespace ignored), are
-    reported as ``counter_lines``. A template of words (no mark of code such as ``( ) < > = ;``,
-    at least 3 of 4 visible chars letters) or without a letter needs max(``counter_min_lines``,
-    ceil(``counter_span`` / (L + 1))) lines, L the template's length (without indentation, each
-    digit run counted as one unit): 16 lines for a template of 39 units or more, 25 for
-    ``N. A first-date activity:`` (``counter_min_lines=16``, ``counter_span=640``). Code and
-    markup need max(``code_counter_min_lines``, ceil(``code_counter_span`` / (L + 1))): 40
-    lines, 107 for ``- N. Cleaning:`` (``code_counter_min_lines=40``,
-    ``code_counter_span=1600``). Numbers are compared on their digits, of any length, and keep
-    their width (``099`` to ``100`` is one up, ``7`` to ``07`` is not); a line is at most two
-    units longer than the one before (two numbers that carry at once). In a template without a letter every number must go one up (the
-    fraction of a decimal aside): ``(7)``, ``$1.5``, bare numbers count, a CSV row with a counter
-    column beside others (``7,0,0``) does not. A number that goes up right after ``_`` or ``[``,
-    or after letters that are no word (fewer than three, glued to a digit or ``_``, or camel
-    case: ``value_7``, ``x1``, ``0xff1``, ``shHereDoc01``, ``out[7]``: names and indexes of
-    code) never counts; after a word it does (``backup7``, ``assistant57``). Lines longer than
-    ``max_long_period`` units never count. ``for_tokens`` turns the rule off in effect (see
-    there): token ids 48-57 are no digits.
+    reported as ``counter_lines``. How many lines a streak needs depends on what its template
+    is made of. Data needs ``data_counter_min_lines`` (``data_counter_min_lines=64``): a template
+    with fewer than one visible char in four a letter, a digit run counting as one (``(N)``,
+    ``$N.5``, bare numbers, ``+---- N ----``), a table row (its first visible char ``|``), one
+    name (ASCII letters and digits alone: ``pycallN``), or one whose counter has four digits or
+    more (a year, an id: data counts on from large values, a model from 1). Code and markup, a
+    template holding one of ``( ) [ ] { } < > = ; +``, needs ``code_counter_min_lines``
+    (``code_counter_min_lines=25``). Anything else is words, whatever punctuation sits in it (an
+    apostrophe, quotes, backticks, a colon, emphasis: ``N. Check the server's response ...``,
+    ``N. `test.py```, ``2023-01-N,Phoenix,29.5,51,14``), and needs ``counter_min_lines``
+    (``counter_min_lines=16``). A span (``counter_span=0``, ``code_counter_span=0``; 640 and
+    1,600 in ``conservative()``) makes a short template need enough lines to cover it, L + 1
+    units a line, L the template's length (without indentation, each digit run counted as one
+    unit). Numbers are compared on their digits, of any length, and keep their width (``099``
+    to ``100`` is one up, ``7`` to ``07`` is not); a line is at most two units longer than the
+    one before (two numbers that carry at once, which may step together: ``N. Hamster N``). In
+    a template without a letter every number must go one up (the fraction of a decimal aside):
+    ``(7)``, ``$1.5``, bare numbers count, a CSV row with a counter column beside others
+    (``7,0,0``) does not. A number that goes up right after ``_`` or ``[``, or after letters
+    that are no word (fewer than three, glued to a digit or ``_``, or camel case: ``value_7``,
+    ``x1``, ``0xff1``, ``shHereDoc01``, ``out[7]``: names and indexes of code) never counts;
+    after a word it does (``backup7``, ``assistant57``). Lines longer than ``max_long_period``
+    units never count. ``for_tokens`` turns the rule off in effect (see there): token ids 48-57
+    are no digits.
 
-    The same rule takes cycles of two non-empty lines where one number steps on
+    The same rule takes cycles of two or three non-empty lines where one number steps on
     (``<|im_start|>assistant57`` and a prompt line, then ``assistant58`` and the same line;
-    ``1. Apple``, ``2. Banana``, ``3. Apple``): each line equals the line a cycle before it
-    once digits are masked, with exactly one number one up or up by the cycle's length, or is
-    equal to it, and no cycle passes without a step. A streak starts at its first step (not
-    at a line that repeats the line before it, which is ``identical_lines``'s) and is
-    reported by its first cycle (its lines joined by newlines, as ``block``); a cycle's template
-    is its lines' together, and it is of words only if every line is: max(``counter_min_lines``,
-    ceil(``counter_span`` * P / (L + P))) lines for P lines of L units together, and always a
-    line more than P. A chat-template marker (``<|im_end|>``: ``<|``, ASCII letters, digits or
-    ``_``, ``|>``) is no code in a counter template: 13.txt's cycle needs 21 lines.
+    ``1. Apple``, ``2. Banana``, ``3. Apple``; three numbered items in turn): each line equals
+    the line a cycle before it once digits are masked, with exactly one number one up or up by
+    the cycle's length, or is equal to it, and no cycle passes without a step. A streak starts
+    at its first step (not at a line that repeats the line before it, which is
+    ``identical_lines``'s) and is reported by its first cycle (its lines joined by newlines, as
+    ``block``); a cycle's template is its lines' together: data if a line is data, else code if
+    a line is, else words (a line of chat-template markers alone is none), and always a line
+    more than the cycle (with a span, max(lines, ceil(span * P / (L + P))) for P lines of L
+    units together). A chat-template marker (``<|im_end|>``: ``<|``, ASCII letters, digits or
+    ``_``, ``|>``) is no code in a counter template: the llama.cpp#19585 cycle
+    (tests/data/llama_cpp_19585_loop.txt) needs 16 lines.
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
@@ -154,10 +163,11 @@ class Rules:
         min_lines: int = 14,
         code_min_lines: int = 25,
         counter_min_lines: int = 16,
-        counter_span: int = 640,
-        code_counter_min_lines: int = 40,
-        code_counter_span: int = 1600,
+        counter_span: int = 0,
+        code_counter_min_lines: int = 25,
+        code_counter_span: int = 0,
         payload_span: int = 4096,
+        data_counter_min_lines: int = 64,
     ) -> Self: ...
     @staticmethod
     def conservative() -> Rules:
@@ -166,8 +176,10 @@ class Rules:
         machine-generated files included. It finds loops later than the defaults: code needs
         1,500 units (``code_span=1500``), lines of code 100 lines (``code_min_lines=100``), one
         char and whitespace 2,048 units (``single_char_min_span=2048``,
-        ``whitespace_min_span=2048``), a table row 4,096 (``table_span=4096``); words, counters
-        and payloads as the defaults."""
+        ``whitespace_min_span=2048``), a table row 4,096 (``table_span=4096``); counter templates
+        of words 16 lines or 640 units (``counter_span=640``), of code 40 lines or 1,600 units
+        (``code_counter_min_lines=40``, ``code_counter_span=1600``), of data 320 lines
+        (``data_counter_min_lines=320``); words and payloads as the defaults."""
     @staticmethod
     def for_tokens() -> Rules:
         """The preset for token ids (``TokenDetector``, ``TokenStreams``, the engine
@@ -220,6 +232,8 @@ class Rules:
     def code_counter_span(self) -> int: ...
     @property
     def payload_span(self) -> int: ...
+    @property
+    def data_counter_min_lines(self) -> int: ...
     def required_span(self, block: str) -> int:
         """The span (units from the start of the first copy) at which ``block``, repeated back to
         back at the start of a text, becomes a finding. Raises ``ValueError`` for an empty block."""

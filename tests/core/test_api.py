@@ -37,6 +37,7 @@ FIELDS = [
     "code_counter_min_lines",
     "code_counter_span",
     "payload_span",
+    "data_counter_min_lines",
 ]
 
 
@@ -67,7 +68,8 @@ def test_rules_defaults_are_readable_and_round_trip() -> None:
     assert list(d) == FIELDS
     for name in FIELDS:
         value = getattr(rules, name)
-        assert type(value) is int and value >= 1
+        # A counter span of 0 asks no span: templates need their lines whatever their length.
+        assert type(value) is int and value >= (0 if name.endswith("counter_span") else 1)
         assert d[name] == value
     assert Rules(**d) == rules
     assert Detector().rules == rules
@@ -82,8 +84,9 @@ def test_rules_defaults_are_readable_and_round_trip() -> None:
 
 
 def test_the_conservative_preset_differs_only_where_model_output_is_not_the_input() -> None:
-    """``Rules.conservative()`` asks more of every class that is not words; words, lines of
-    words, counters and the payload bound are the defaults'."""
+    """``Rules.conservative()`` asks more of every class that is not words, and of counter
+    templates (spans of units, and more lines of code and data); words, lines of words, counter
+    templates of words by their lines and the payload bound are the defaults'."""
     default, conservative = Rules().to_dict(), Rules.conservative().to_dict()
     raised = {k for k in FIELDS if conservative[k] != default[k]}
     assert raised == {
@@ -92,6 +95,10 @@ def test_the_conservative_preset_differs_only_where_model_output_is_not_the_inpu
         "whitespace_min_span",
         "table_span",
         "code_min_lines",
+        "counter_span",
+        "code_counter_min_lines",
+        "code_counter_span",
+        "data_counter_min_lines",
     }
     assert all(conservative[k] > default[k] for k in raised)
     assert Rules(**conservative) == Rules.conservative()

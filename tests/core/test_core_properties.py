@@ -49,6 +49,7 @@ SMALL = Rules(
     counter_span=20,
     code_counter_min_lines=4,
     code_counter_span=30,
+    data_counter_min_lines=5,
 )
 
 MEDIUM = Rules(
@@ -70,6 +71,7 @@ MEDIUM = Rules(
     counter_span=60,
     code_counter_min_lines=5,
     code_counter_span=80,
+    data_counter_min_lines=6,
 )
 
 DEFAULT = Rules()
@@ -231,6 +233,11 @@ COUNTER_TEMPLATES = [
     "#.5",
     "# #",
     "=#;",
+    "# it's `a`",
+    "**a #:** b",
+    "| # | a |",
+    "#,a,1.5",
+    "a 19#",
 ]
 
 
@@ -239,22 +246,27 @@ def counter_texts(draw: st.DrawFn) -> str:
     """Lines of templates whose numbers mostly count up by one, sometimes stay, jump, go back or
     carry (``9`` to ``10``, ``099`` to ``100``), padded to a width or behind a fixed run of zeros
     (``09`` to ``010``, which is no step), the template's first number alone or all of them
-    counting (three that carry at once make a line three units longer), with blank lines,
-    trailing whitespace and noise lines between them."""
+    counting (three that carry at once make a line three units longer), in cycles of one to four
+    templates (the number counting on each line or once a cycle), with blank lines, trailing
+    whitespace and noise lines between them."""
     out = []
     for _ in range(draw(st.integers(1, 3))):
-        tpl = draw(st.sampled_from(COUNTER_TEMPLATES))
+        cycle = draw(st.lists(st.sampled_from(COUNTER_TEMPLATES), min_size=1, max_size=4))
+        once_a_cycle = draw(st.booleans())
         a, b = draw(st.integers(0, 12)), draw(st.integers(0, 2))
         zeros = draw(st.sampled_from(["", "0", "00"]))
         width = draw(st.sampled_from([0, 2, 3]))
         together = draw(st.booleans())
-        for _ in range(draw(st.integers(0, 14))):
+        for i in range(draw(st.integers(0, 14 * len(cycle)))):
+            tpl = cycle[i % len(cycle)]
             number = f"{a:0{width}d}" if width else f"{zeros}{a}"
             if together:
                 out.append(tpl.replace("#", number))
             else:
                 out.append(tpl.replace("#", number, 1).replace("#", str(b), 1))
             out.append(draw(st.sampled_from(["\n", " \n", "\n\n", "\n \n"])))
+            if once_a_cycle and i % len(cycle) != len(cycle) - 1:
+                continue
             step = draw(
                 st.sampled_from(["up", "up", "up", "up", "same", "jump", "down", "b", "noise"])
             )
@@ -294,6 +306,7 @@ def small_rules(draw: st.DrawFn) -> Rules:
         counter_span=draw(st.integers(0, 60)),
         code_counter_min_lines=draw(st.integers(2, 6)),
         code_counter_span=draw(st.integers(0, 60)),
+        data_counter_min_lines=draw(st.integers(2, 8)),
     )
 
 

@@ -459,29 +459,65 @@ def counts_on(prev: str, line: str, period: int = 1) -> bool:
 CHAT_MARKER = re.compile(r"<\|[A-Za-z0-9_]+\|>")
 
 
-def required_counter_lines(rules: loopbreak.Rules, cycle: str) -> int:
-    """Counter lines a streak of the cycle ``cycle`` (its lines joined by newlines, as a
-    finding's block) needs. A line's template leaves out the indentation and counts each digit
-    run as one unit; a cycle's is its lines' together. A cycle whose every line is of words (no
-    mark of code, at least 3 of 4 visible units letters, chat-template markers left out of both)
-    or without a letter needs ``counter_min_lines`` or ``counter_span``; code and markup the
-    ``code_counter_`` values; any cycle a line more than its lines."""
+# Marks of code in a counter template: quotes, backticks, `_` and `*` sit in prose as well.
+TEMPLATE_CODE_MARKS = frozenset("()[]{}<>=;+")
+
+
+def counter_width(before: str, after: str) -> int:
+    """The digits of the widest number of ``before`` that differs in ``after`` (the same
+    template)."""
+    _, n1, _ = template(before)
+    _, n2, _ = template(after)
+    return max((len(a) for a, b in zip(n1, n2) if a != b), default=0)
+
+
+def template_line_class(line: str) -> str:
+    """What a line of a counter template is made of: ``marker`` (chat-template markers alone),
+    ``data`` (fewer than one visible unit in four a letter, a digit run counting as one; a table
+    row, starting with ``|``; one name of ASCII letters and digits alone), ``code`` (one of
+    ``()[]{}<>=;+``) or ``words``."""
+    content = line.lstrip("".join(WHITESPACE))
+    masked, _, _ = template(content)
+    visible = [ch for ch in CHAT_MARKER.sub("", masked) if ch not in WHITESPACE]
+    name = CHAT_MARKER.search(content) is None and content.isascii() and content.isalnum()
+    letters = sum(is_letter(ch) for ch in visible)
+    if not visible:
+        return "marker"
+    if content.startswith("|") or name or 4 * letters < len(visible):
+        return "data"
+    return "code" if any(ch in TEMPLATE_CODE_MARKS for ch in visible) else "words"
+
+
+def required_counter_lines(rules: loopbreak.Rules, cycle: str, stepped: str) -> int:
+    """Counter lines a streak needs whose first cycle is ``cycle`` (its lines joined by
+    newlines, as a finding's block) and whose next line, stepping on from the first, is
+    ``stepped``. A line's template leaves out the indentation and counts each digit run as one
+    unit; a cycle's is its lines' together. Data (``data_counter_min_lines``) if a line is data
+    (``template_line_class``) or the widest number that steps has four digits or more; else
+    code and markup (the ``code_counter_`` values) if a line is code; else words
+    (``counter_min_lines``, ``counter_span``). Any cycle needs a line more than its lines."""
     lines = cycle.split("\n")
-    length, words = 0, True
+    length = 0
     for line in lines:
         indent = len(line) - len(line.lstrip("".join(WHITESPACE)))
-        masked, _, _ = template(line[indent:])
-        length += len(masked)
-        visible = [ch for ch in CHAT_MARKER.sub("", masked) if ch not in WHITESPACE]
-        letters = sum(is_letter(ch) for ch in visible)
-        code = any(ch in CODE_MARKS for ch in visible)
-        words = words and (letters == 0 or (not code and 4 * letters >= 3 * len(visible)))
-    if words:
-        least, span = rules.counter_min_lines, rules.counter_span
-    else:
+        length += len(template(line[indent:])[0])
+    classes = {template_line_class(line) for line in lines}
+    if "data" in classes or counter_width(lines[0], stepped) >= 4:
+        least, span = rules.data_counter_min_lines, 0
+    elif "code" in classes:
         least, span = rules.code_counter_min_lines, rules.code_counter_span
+    else:
+        least, span = rules.counter_min_lines, rules.counter_span
     period = len(lines)
     return max(least, ceil_div(span * period, length + period), period + 1)
+
+
+def required_counter_lines_at(rules: loopbreak.Rules, text: str, start: int, block: str) -> int:
+    """``required_counter_lines`` of the streak of first cycle ``block`` that starts at
+    ``start`` of ``text`` (its line after the first cycle read from the text)."""
+    lines = [line for line in text[start:].split("\n") if rstrip_whitespace(line)]
+    period = block.count("\n") + 1
+    return required_counter_lines(rules, block, rstrip_whitespace(lines[period]))
 
 
 def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
@@ -534,7 +570,7 @@ def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
         # A line that repeats the one before starts none (that is identical_lines).
         if k == len(lines) or not lines[k][3] or (k > 0 and lines[k - 1][1] == lines[k][1]):
             continue
-        for p in range(1, min(2, k) + 1):
+        for p in range(1, min(3, k) + 1):
             if all(line[3] for line in lines[k - p : k]) and counts_on(
                 lines[k - p][1], lines[k][1], p
             ):
@@ -553,7 +589,7 @@ def counter_candidate(
     """The candidate of a streak of ``period`` over ``streak`` if it reached the lines it needs
     (``more``: the text ends in one more line that continues it)."""
     block = "\n".join(line[1] for line in streak[:period])
-    need = required_counter_lines(rules, block)
+    need = required_counter_lines(rules, block, streak[period][1])
     if len(streak) < need:
         return []
     first = streak[0][0]
