@@ -122,7 +122,8 @@ class Rules:
     is its lines' together, and it is of words only if every line is: max(``counter_min_lines``,
     ceil(``counter_span`` * P / (L + P))) lines for P lines of L units together, and always a
     line more than P. A chat-template marker (``<|im_end|>``: ``<|``, ASCII letters, digits or
-    ``_``, ``|>``) is no code in a counter template: 13.txt's cycle needs 21 lines.
+    ``_``, ``|>``) is no code in a counter template: the two-line cycle of llama.cpp#19585
+    (tests/data/llama_cpp_19585_loop.txt) needs 21 lines.
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
