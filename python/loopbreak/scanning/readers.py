@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, cast
 
 from loopbreak.errors import MissingExtra, ScanError
 from loopbreak.scanning.field_path import FieldPath
+from loopbreak.scanning.findings import NOTE_SUFFIX
 
 if TYPE_CHECKING:
     from loopbreak._core import Rules
@@ -104,14 +105,14 @@ READERS = {
             "text",
             "text_files",
             "each file is one row ('-' reads stdin); binary files (a NUL byte early) are skipped",
-            "none: the marker in the text says what was removed",
+            "only the marker in the text, which says what was removed",
         ),
         Reader(
             "jsonl",
             "JSON lines",
             "json_lines",
             "the value at --field in each line is a row",
-            "a '<name>_loopbreak' member next to the text",
+            f"a '<name>{NOTE_SUFFIX}' member next to the text",
             options=("field",),
             suffixes=(".jsonl", ".ndjson"),
         ),
@@ -120,7 +121,7 @@ READERS = {
             "Parquet",
             "parquet_files",
             "the string column --column; a row's index in the file tells it",
-            "a '<column>_loopbreak' column (JSON)",
+            f"a '<column>{NOTE_SUFFIX}' column (JSON)",
             options=("column",),
             magic=b"PAR1",
         ),
@@ -129,7 +130,7 @@ READERS = {
             "SQLite",
             "sqlite_tables",
             "--column of --table, read in chunks by rowid",
-            "a '<column>_loopbreak' column (JSON)",
+            f"a '<column>{NOTE_SUFFIX}' column (JSON)",
             options=("table", "column"),
             magic=b"SQLite format 3\x00",
         ),
