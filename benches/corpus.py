@@ -4,7 +4,7 @@ numbers describe the same input.
 - Clean: a spread of the running Python's standard library (``*.py``, ``*.rst``, ``*.txt``), so it
   exists wherever Python does.
 - Loops: the real loop excerpts in ``../shared/corpus/loops`` (beside the repository).
-- Incident: prose, then ``loadTools.`` 20,000 times, like the incident in DESIGN.md.
+- Incident: prose, then ``loadTools.`` 20,000 times, like the incident the README opens with.
 """
 
 from __future__ import annotations

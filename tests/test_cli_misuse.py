@@ -110,3 +110,67 @@ def test_json_lines_that_are_not_utf8_are_noted_once_and_shown_in_one_style(
     for number in (1, 2):
         finding = f"{name} line {number} field text: periodic_run: ' d\\udce9j\\udce0 vu.' x200"
         assert finding in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        (["--table", "t", "--column", "c"], "--table reads SQLite, and notes.txt is read as text"),
+        (["--column", "c"], "--column reads Parquet and SQLite, and notes.txt is read as text"),
+        (
+            ["--field", "text"],
+            "--field reads JSON lines, and notes.txt is read as text: add --format jsonl",
+        ),
+        (
+            ["--format", "text", "--field", "text"],
+            "--field reads JSON lines, and notes.txt is read as text",
+        ),
+        (
+            ["--ray", "auto", "--field", "text"],
+            "--field reads JSON lines, and --ray reads Parquet only",
+        ),
+    ],
+)
+def test_an_option_no_format_of_the_files_takes(
+    tmp_path: Path, options: list[str], problem: str
+) -> None:
+    (tmp_path / "notes.txt").write_text(LOOP)
+    done = loopbreak("scan", "notes.txt", *options, cwd=tmp_path)
+    assert one_line_error(done) == f"loopbreak scan: {problem}"
+    assert done.stdout == ""  # refused before any file is read
+
+
+def test_an_option_no_file_of_a_folder_takes_leaves_nothing_behind(tmp_path: Path) -> None:
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "a.txt").write_text(LOOP)
+    (tmp_path / "answers" / "b.jsonl").write_text(json.dumps({"text": LOOP}) + "\n")
+    done = loopbreak(
+        "scan", "answers", "--field", "text", "--table", "runs", "--trim", "--out", "cleaned",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert one_line_error(done) == (
+        "loopbreak scan: --table reads SQLite, and the 2 files are read as text and JSON lines"
+    )
+    assert not (tmp_path / "cleaned").exists()
+    # The folder's JSON lines take --field, so --field alone is a scan of both files.
+    assert loopbreak("scan", "answers", "--field", "text", cwd=tmp_path).returncode == 1
+
+
+def test_a_format_no_reader_claims(tmp_path: Path) -> None:
+    (tmp_path / "rows.csv").write_text("id,text\n1,hello\n")
+    done = loopbreak("scan", "rows.csv", "--format", "csv", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "argument --format: invalid choice: 'csv' (choose from" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_help_names_each_format_and_what_its_options_read(tmp_path: Path) -> None:
+    from loopbreak.scanning.readers import READERS
+
+    done = loopbreak("scan", "--help", cwd=tmp_path)
+    assert done.returncode == 0
+    for reader in READERS.values():
+        assert f"  {reader.format:<9} " in done.stdout
+        assert f"    {reader.title}: {reader.notes}" in done.stdout
+    assert "JSON lines: where the text is in each line" in done.stdout
+    assert "Parquet, SQLite: the column of texts" in done.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -57,7 +58,7 @@ def test_steps_44_to_48_warn_with_n_counting_down() -> None:
         assert plan.decision.kind is DecisionKind.WARN
         assert plan.decision.reason is Reason.STEPS_RUNNING_OUT
         noun = "step remains" if expected_n == 1 else "steps remain"
-        assert plan.addendum.startswith(f"Only {expected_n} tool-use {noun} in this turn.")
+        assert plan.addendum.startswith(f"Only {expected_n} tool-use {noun} in this run.")
         assert "Stop exploring and start acting now" in plan.addendum
         assert "Leave room to finish with a final text answer." in plan.addendum
         # Appended to the caller's prompt, never replacing it.
@@ -72,7 +73,7 @@ def test_step_49_keeps_tools_and_nudges_by_default() -> None:
     assert final.decision.kind is DecisionKind.WARN
     assert final.decision.reason is Reason.FINAL_STEP
     assert final.addendum == FINAL_STEP_NUDGE
-    assert final.addendum.startswith("This is the LAST step of this turn.")
+    assert final.addendum.startswith("This is the LAST step of this run.")
     assert "You may still call tools" in final.addendum
     assert final.system_prompt == f"{PROMPT}\n\n{FINAL_STEP_NUDGE}"
     assert final.tools_enabled and final.tool_choice is None
@@ -290,13 +291,13 @@ def test_a_broken_cycle_starts_counting_again() -> None:
     assert call_in_new_step(policy, "A").value == 2
 
 
-# A recovery turn before the repeat stop (off by default: the 4th identical call stops).
+# A recovery step before the repeat stop (off by default: the 4th identical call stops).
 
 
-def test_with_a_recovery_turn_the_first_repeat_over_the_limit_is_refused_and_the_next_stops() -> (
+def test_with_a_recovery_step_the_first_repeat_over_the_limit_is_refused_and_the_next_stops() -> (
     None
 ):
-    policy = new_policy(recovery_turn=True)
+    policy = new_policy(recovery_step=True)
     for _ in range(3):
         assert call_in_new_step(policy, "read_file", {"path": "a"}).kind is DecisionKind.ALLOW
     refused = call_in_new_step(policy, "read_file", {"path": "a"})
@@ -310,23 +311,23 @@ def test_with_a_recovery_turn_the_first_repeat_over_the_limit_is_refused_and_the
     assert kinds == [DecisionKind.ALLOW] * 3 + [DecisionKind.REFUSE, DecisionKind.STOP]
 
 
-def test_a_model_that_takes_its_recovery_turn_goes_on_and_a_later_loop_stops_at_once() -> None:
-    policy = new_policy(recovery_turn=True)
+def test_a_model_that_takes_its_recovery_step_goes_on_and_a_later_loop_stops_at_once() -> None:
+    policy = new_policy(recovery_step=True)
     for path in ["a", "a", "a", "a", "b", "b", "b"]:
         decision = call_in_new_step(policy, "read_file", {"path": path})
         assert not decision.stopped
     assert call_in_new_step(policy, "read_file", {"path": "b"}).stopped  # one recovery per run
 
 
-def test_without_a_recovery_turn_the_fourth_identical_call_stops() -> None:
+def test_without_a_recovery_step_the_fourth_identical_call_stops() -> None:
     policy = new_policy()
-    assert not policy.config.recovery_turn
+    assert not policy.config.recovery_step
     for _ in range(3):
         call_in_new_step(policy, "read_file", {"path": "a"})
     assert call_in_new_step(policy, "read_file", {"path": "a"}).stopped
 
 
-# Looping answers: a stop, or with a recovery turn a refusal that nudges the model first.
+# Looping answers: a stop, or with a recovery step a refusal that nudges the model first.
 
 
 def answer_loops_in_new_step(policy: RunPolicy, block: str = "la la ") -> Decision:
@@ -334,7 +335,7 @@ def answer_loops_in_new_step(policy: RunPolicy, block: str = "la la ") -> Decisi
     return policy.check_looping_answer(block)
 
 
-def test_without_a_recovery_turn_the_first_looping_answer_stops_the_run() -> None:
+def test_without_a_recovery_step_the_first_looping_answer_stops_the_run() -> None:
     policy = new_policy()
     stop = answer_loops_in_new_step(policy)
     assert stop.stopped and policy.stop == stop
@@ -346,8 +347,8 @@ def test_without_a_recovery_turn_the_first_looping_answer_stops_the_run() -> Non
         policy.check_looping_answer("la la ")
 
 
-def test_with_a_recovery_turn_the_first_looping_answer_is_refused_with_a_nudge() -> None:
-    policy = new_policy(recovery_turn=True)
+def test_with_a_recovery_step_the_first_looping_answer_is_refused_with_a_nudge() -> None:
+    policy = new_policy(recovery_step=True)
     block = 'say "hi"\n' * 20  # longer than the preview, with a quote and a newline
     refused = answer_loops_in_new_step(policy, block)
     assert refused.refused and policy.stop is None
@@ -361,14 +362,14 @@ def test_with_a_recovery_turn_the_first_looping_answer_is_refused_with_a_nudge()
     assert kinds == [DecisionKind.REFUSE, DecisionKind.STOP]
 
 
-def test_the_answer_recovery_turn_is_its_own_and_needs_a_step_left() -> None:
-    policy = new_policy(recovery_turn=True, max_steps=6)
-    for _ in range(4):  # the repeat's recovery turn is used at the 4th call
+def test_the_answer_recovery_step_is_its_own_and_needs_a_step_left() -> None:
+    policy = new_policy(recovery_step=True, max_steps=6)
+    for _ in range(4):  # the repeat's recovery step is used at the 4th call
         call_in_new_step(policy, "read_file", {"path": "a"})
     assert policy.audit.events[-1].refused
-    assert answer_loops_in_new_step(policy).refused  # step 4: the answer's own recovery turn
+    assert answer_loops_in_new_step(policy).refused  # step 4: the answer's own recovery step
     assert answer_loops_in_new_step(policy).stopped
-    final = new_policy(recovery_turn=True, max_steps=2)
+    final = new_policy(recovery_step=True, max_steps=2)
     call_in_new_step(final, "read_file", {"path": "a"})
     assert answer_loops_in_new_step(final).stopped  # the final step: no step left for it
 
@@ -412,9 +413,29 @@ def test_volatile_arguments_must_be_names(value: Any, error: type[Exception]) ->
         PolicyConfig(volatile_arguments=value)
 
 
-def test_recovery_turn_must_be_a_bool() -> None:
-    with pytest.raises(TypeError, match="recovery_turn"):
-        PolicyConfig(recovery_turn=1)  # type: ignore[arg-type]
+def test_recovery_step_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="recovery_step"):
+        PolicyConfig(recovery_step=1)  # type: ignore[arg-type]
+
+
+def test_recovery_turn_the_former_name_still_works_and_says_what_to_use() -> None:
+    deprecated = r"PolicyConfig\(recovery_turn=\.\.\.\) is deprecated: use recovery_step"
+    with pytest.warns(DeprecationWarning, match=deprecated) as seen:
+        config = PolicyConfig(recovery_turn=True)  # type: ignore[call-arg]
+    assert seen[0].filename == __file__  # the warning points at the caller's line
+    assert config.recovery_step and config == PolicyConfig(recovery_step=True)
+    assert config.to_dict()["recovery_step"] is True
+    with pytest.warns(DeprecationWarning, match="recovery_turn is deprecated: use recovery_step"):
+        assert config.recovery_turn is True
+    policy = RunPolicy(config)
+    for _ in range(3):
+        assert call_in_new_step(policy, "ls", {"path": "."}).kind is DecisionKind.ALLOW
+    assert call_in_new_step(policy, "ls", {"path": "."}).kind is DecisionKind.REFUSE
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="must be a bool"):
+        PolicyConfig(recovery_turn=1)  # type: ignore[call-arg]
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="recovery_step only"):
+        PolicyConfig(recovery_step=True, recovery_turn=True)  # type: ignore[call-arg]
+    assert replace(config, max_steps=3).recovery_step  # a plain field to dataclasses
 
 
 def test_same_tool_with_different_arguments_never_stops() -> None:

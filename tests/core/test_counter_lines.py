@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 import loopbreak
 from support.oracle import required_counter_lines, required_counter_lines_at
 from support.shared_corpus import CORPUS, needs_corpus
+
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def numbered(line: str, first: int, last: int) -> str:
@@ -318,12 +321,12 @@ def test_counting_loops_models_write_are_found(line: str, needed: int) -> None:
     assert stopped.detected_at == f.detected_at
 
 
-@needs_corpus
-def test_the_two_line_counter_of_the_incident_corpus_is_found_as_a_cycle() -> None:
-    # llama.cpp#19585 (13.txt): `<|im_start|>assistantN` counts on every other line, between
-    # copies of one prompt line: a cycle of two lines. Chat-template markers are no code, so the
-    # cycle is of words: 16 lines, found at the excerpt's 17th line.
-    text = (CORPUS / "loops" / "13.txt").read_text(encoding="utf-8")
+def test_the_two_line_counter_of_a_public_issue_is_found_as_a_cycle() -> None:
+    # llama.cpp#19585 (tests/data/llama_cpp_19585_loop.txt, the loop corpus's 13.txt):
+    # `<|im_start|>assistantN` counts on every other line, between copies of one prompt line: a
+    # cycle of two lines. Chat-template markers are no code, so the cycle is of words: 16 lines,
+    # found at the excerpt's 17th line.
+    text = (DATA / "llama_cpp_19585_loop.txt").read_text(encoding="utf-8")
     [f] = loopbreak.scan(text)
     first_cycle = "<|im_start|>assistant57\ntell me something about you？<|im_end|>"
     assert (f.rule, f.block, f.period, f.repeats) == ("counter_lines", first_cycle, 62, 41)

@@ -1,4 +1,5 @@
-"""The recall floor and the bound of the design (../shared/DESIGN.md), for the default rules.
+"""The recall floor and the bound (docs/tuning.md, "The recall floor", "The bound"), for the
+default rules.
 
 The floor: lines and pieces of real model answers, repeated, are found by max(25 copies, 1 KB)
 as lines and max(20 copies, 1 KB) back to back; one visible char by 1,024 units, a line of one

@@ -159,6 +159,7 @@ def _openai_call(index: int, arguments: dict[str, int]) -> dict[str, Any]:
     function = {"name": "add", "arguments": json.dumps(arguments)}
     return {"id": f"call-{index}", "type": "function", "function": function}
 
+
 DRIVERS: dict[str, Driver] = {
     "openai_agents": sdk,
     "pydantic_ai": pydantic_ai,
@@ -178,7 +179,7 @@ def test_every_framework_ends_each_scenario_in_the_same_receipt(
 def test_a_refused_call_is_answered_with_the_refusal_and_not_run(tmp_path: Path) -> None:
     pytest.importorskip("agents")
     adder = Adder(tmp_path / "switch")
-    scenario = SCENARIOS["recovery turn, the model recovers"]
+    scenario = SCENARIOS["recovery step, the model recovers"]
     outcome = sdk(scenario, adder)
     outputs = [
         item["output"]

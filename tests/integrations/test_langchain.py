@@ -198,7 +198,7 @@ def test_max_steps_6_warns_counting_down_nudges_on_the_last_then_stops() -> None
     for step, n in zip(range(5), (5, 4, 3, 2, 1)):
         remain = "step remains" if n == 1 else "steps remain"
         assert prompts.system[step].startswith(SYSTEM + "\n\n")
-        assert f"Only {n} tool-use {remain} in this turn." in prompts.system[step]
+        assert f"Only {n} tool-use {remain} in this run." in prompts.system[step]
     assert prompts.system[5] == f"{SYSTEM}\n\n{FINAL_STEP_NUDGE}"
     assert all(offered == ["measure"] for offered in prompts.tools)
     assert depths.runs == 6  # the last step's call still ran: the nudge keeps tools

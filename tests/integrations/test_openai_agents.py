@@ -527,14 +527,14 @@ def _role_and_text(item: Any) -> tuple[str, str]:
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
-def test_a_recovery_turn_with_a_session_sends_the_session_nothing_twice(streamed: bool) -> None:
-    # A Session holds the history and the SDK puts it before a run's input: the recovery turn's
+def test_a_recovery_step_with_a_session_sends_the_session_nothing_twice(streamed: bool) -> None:
+    # A Session holds the history and the SDK puts it before a run's input: the recovery step's
     # run is given only what the session lacks (a cancelled streamed answer) and the nudge.
     first = ModelStep.stream(StreamedAnswer(LOOP)) if streamed else [assistant_message(LOOP)]
     model = ScriptedModel([first, [assistant_message("The house is ready.")]])
     agent = Agent(name="house", model=model)
     session = SQLiteSession("recovery")
-    runner = LoopbreakRunner(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+    runner = LoopbreakRunner(PolicyConfig(recovery_step=True), verifier=lambda run: True)
 
     async def run() -> Any:
         options: dict[str, Any] = {"run_config": OFFLINE, "session": session}
@@ -633,7 +633,7 @@ SERVER_HELD = {
 
 
 @pytest.mark.parametrize("conversation", SERVER_HELD.values(), ids=SERVER_HELD.keys())
-def test_a_recovery_turn_in_a_conversation_the_server_holds_sends_only_the_nudge(
+def test_a_recovery_step_in_a_conversation_the_server_holds_sends_only_the_nudge(
     conversation: dict[str, Any],
 ) -> None:
     # The server has the question and the looping answer (it wrote it): the next SDK run sends
@@ -641,7 +641,7 @@ def test_a_recovery_turn_in_a_conversation_the_server_holds_sends_only_the_nudge
     looping = ModelStep(output=[assistant_message(LOOP)], response_id="resp-loop")
     model = ScriptedModel([looping, [assistant_message("The house is ready.")]])
     agent = Agent(name="house", model=model)
-    runner = LoopbreakRunner(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+    runner = LoopbreakRunner(PolicyConfig(recovery_step=True), verifier=lambda run: True)
     result = asyncio.run(
         runner.run(agent, "get the house ready", run_config=OFFLINE, **conversation)
     )

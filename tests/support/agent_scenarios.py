@@ -6,9 +6,9 @@ last answer and audit log."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
@@ -73,7 +73,7 @@ class Scenario:
     streamed: bool = False
     kill_at: Optional[int] = None
     failing: bool = False
-    refuses: Optional[bool] = None  # a recovery turn is given (default: when it is on)
+    refuses: Optional[bool] = None  # a recovery step is given (default: when it is on)
 
     def verifier(self) -> Optional[AgentVerifier]:
         verified = self.verified
@@ -88,21 +88,21 @@ COUNTING = [{"a": n, "b": 1} for n in range(10)]
 
 SCENARIOS = {
     "repeat": Scenario([SAME] * 5 + ["3"], ReceiptState.STUCK, "loop_detected", 3, STOP),
-    "recovery turn, the model repeats": Scenario(
+    "recovery step, the model repeats": Scenario(
         [SAME] * 6 + ["3"],
         ReceiptState.STUCK,
         "loop_detected",
         3,
         STOP,
-        config=PolicyConfig(recovery_turn=True),
+        config=PolicyConfig(recovery_step=True),
     ),
-    "recovery turn, the model recovers": Scenario(
+    "recovery step, the model recovers": Scenario(
         [SAME] * 4 + ["3"],
         ReceiptState.VERIFIED_COMPLETE,
         "natural_finish",
         3,
         "3",
-        config=PolicyConfig(recovery_turn=True),
+        config=PolicyConfig(recovery_step=True),
         verified=True,
     ),
     "max_steps with warnings": Scenario(
@@ -128,40 +128,40 @@ SCENARIOS = {
     "kill switch from another process": Scenario(
         COUNTING, ReceiptState.BOUNDED_STOP, "kill_switch", 2, STOP, kill_at=2
     ),
-    # The answer's recovery turn: the cut answer stays trimmed in the history, then the nudge.
+    # The answer's recovery step: the cut answer stays trimmed in the history, then the nudge.
     **{
-        f"recovery turn, the answer loops again{streamed}": Scenario(
+        f"recovery step, the answer loops again{streamed}": Scenario(
             [LOOP, LOOP],
             ReceiptState.STUCK,
             "degeneration",
             0,
             TRIMMED,
-            config=PolicyConfig(recovery_turn=True),
+            config=PolicyConfig(recovery_step=True),
             verified=True,
             streamed=bool(streamed),
         )
         for streamed in ("", ", streamed")
     },
     **{
-        f"recovery turn, the answer recovers{streamed}": Scenario(
+        f"recovery step, the answer recovers{streamed}": Scenario(
             [LOOP, SAME, "3"],
             ReceiptState.VERIFIED_COMPLETE,
             "natural_finish",
             1,
             "3",
-            config=PolicyConfig(recovery_turn=True),
+            config=PolicyConfig(recovery_step=True),
             verified=True,
             streamed=bool(streamed),
         )
         for streamed in ("", ", streamed")
     },
-    "recovery turn on the final step: the loop stops the run": Scenario(
+    "recovery step on the final step: the loop stops the run": Scenario(
         [SAME, LOOP, "3"],
         ReceiptState.STUCK,
         "degeneration",
         1,
         TRIMMED,
-        config=PolicyConfig(max_steps=2, recovery_turn=True),
+        config=PolicyConfig(max_steps=2, recovery_step=True),
         refuses=False,
     ),
     # Each error worded differently, each call different: only the errors say "no progress".
@@ -214,7 +214,7 @@ def check(
     assert len(answers) == scenario.script.count(LOOP)  # each looping answer decided, audited
     if scenario.reason == "degeneration":
         assert answers[-1].kind is DecisionKind.STOP and run.stop == answers[-1]
-    refuses = scenario.config.recovery_turn if scenario.refuses is None else scenario.refuses
+    refuses = scenario.config.recovery_step if scenario.refuses is None else scenario.refuses
     assert (DecisionKind.REFUSE in kinds) == refuses
     refused = [event for event in answers if event.refused]
     if refused:

@@ -1,4 +1,4 @@
-"""The recall floor of the design (../shared/DESIGN.md), as probes built from real model answers.
+"""The recall floor (docs/tuning.md, "The recall floor"), as probes built from real model answers.
 
 Every line that a model wrote (SmolLM2-135M's outputs in ../shared/corpus/model and Gemma 3
 270M's in tests/data), repeated as identical lines after a short prefix, must be found by

@@ -30,7 +30,7 @@ Number = Union[int, float]
 
 
 class DecisionKind(str, Enum):
-    """The outcomes of a check. ``REFUSE`` is a recovery turn (``PolicyConfig.recovery_turn``):
+    """The outcomes of a check. ``REFUSE`` is a recovery step (``PolicyConfig.recovery_step``):
     the tool call is not run, or the looping answer is cut, the model is told why
     (``message``) and the run goes on."""
 
@@ -42,7 +42,7 @@ class DecisionKind(str, Enum):
 
 class Reason(str, Enum):
     """Why a check decided what it did. The first four allow or warn; every other one is a stop
-    (or, for ``loop_detected`` and ``degeneration``, a refusal on a recovery turn): the step
+    (or, for ``loop_detected`` and ``degeneration``, a refusal on a recovery step): the step
     cap, the loop conditions (a repeated action, no progress, an answer that degenerated into a
     repetition loop), one member per budget (named like its ``Budgets`` field) and the kill
     switch."""

@@ -1,7 +1,8 @@
 """The run policy of an agent loop: step limit with warnings and a final-step nudge, repeated
 actions, progress, budgets. Pure Python; works with any loop that can call it around each step.
 
-One ``RunPolicy`` governs one run (one agent turn). The loop calls:
+One ``RunPolicy`` governs one run (the steps from a request to a final answer or a stop; the
+words are those of docs/glossary.md). The loop calls:
 
 - ``before_step(system_prompt)`` before each model call: a ``StepPlan`` with the system prompt
   to send (the caller's, with any addendum appended) and whether tools are offered;
@@ -21,11 +22,13 @@ raise ``CheckAfterStop``; a tool-call or progress check with no step in progress
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import time
 import uuid
+import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -45,17 +48,17 @@ _ENV_TRUE = frozenset({"1", "true", "yes", "on"})
 _ENV_FALSE = frozenset({"", "0", "false", "no", "off"})
 
 WARNING_ADDENDUM = (
-    "Only {steps_left} tool-use {steps_remain} in this turn. Stop exploring and start acting now: "
+    "Only {steps_left} tool-use {steps_remain} in this run. Stop exploring and start acting now: "
     "use what you have already found and make only the calls the task still needs. "
     "Leave room to finish with a final text answer."
 )
 FINAL_STEP_NUDGE = (
-    "This is the LAST step of this turn. Write your final answer to the user now. You may still "
-    "call tools, but the turn ends after this step either way and you will not see their "
+    "This is the LAST step of this run. Write your final answer to the user now. You may still "
+    "call tools, but the run ends after this step either way and you will not see their "
     "results: say what you did, what you found, and what is left to do."
 )
 LOCKDOWN_INSTRUCTION = (
-    "This is the LAST step of this turn and tools are disabled: do not try to call any. Write "
+    "This is the LAST step of this run and tools are disabled: do not try to call any. Write "
     "your final answer to the user now from what you have already found: what you did, what "
     "you found, and what is left to do."
 )
@@ -64,13 +67,13 @@ REFUSAL_MESSAGE = (
     "Not run: this exact call was already made {value} times in a row. Use the results you "
     "already have or try a different action; repeating it again ends the run."
 )
-"""What the model is told of a call refused on its recovery turn (``{value}``: the copies)."""
+"""What the model is told of a call refused on its recovery step (``{value}``: the copies)."""
 
 ANSWER_NUDGE = (
     "Your last answer was cut: it kept repeating {block}. Do not write that again; continue "
     "with what is still missing in new words, or give your final answer."
 )
-"""What the model is told after a looping answer cut on its recovery turn (``{block}``: the
+"""What the model is told after a looping answer cut on its recovery step (``{block}``: the
 repeated text as a JSON string, at most ``NUDGE_BLOCK_CHARS`` of it)."""
 
 NUDGE_BLOCK_CHARS = 80
@@ -122,7 +125,7 @@ class PolicyConfig:
     - ``max_steps`` = 50: model calls per run. Steps are numbered from 0; the last is
       ``max_steps - 1`` and ``before_step`` for step ``max_steps`` stops with ``max_steps``.
     - ``warning_steps`` = 5: the steps just before the final one get the addendum "Only N
-      tool-use steps remain in this turn ..." with N counting down to 1 (with 50 steps: steps
+      tool-use steps remain in this run ..." with N counting down to 1 (with 50 steps: steps
       44-48, N = 5..1). N counts the steps left before the final one, this one included; the
       final step is kept for the answer. With fewer steps, every step before the final warns.
     - ``final_step_lockdown`` = None: the final step keeps tools and gets a nudge to answer now;
@@ -135,15 +138,17 @@ class PolicyConfig:
       edit is progress, and cycles catch the loops that alternate.
     - ``max_cycle_length`` = 4: longest cycle of calls watched (A,B,A,B has length 2), enough
       for read, edit, test, revert.
-    - ``recovery_turn`` = False: True gives the model one recovery turn per run before a
+    - ``recovery_step`` = False: True gives the model one recovery step per run before a
       repeat stop, and one before a looping-answer stop. The first call over
       ``max_repeat_action`` is refused (``refuse``, not run, the model told why in one line,
       ``REFUSAL_MESSAGE``) and the run stops only if the model repeats it again. The first
       answer that loops is cut (``refuse``: the trimmed answer stays in the history, the model
       is told in one line what it repeated and what to do instead, ``ANSWER_NUDGE``) and the
-      run stops only if a later answer loops again; no recovery turn is given on the final
+      run stops only if a later answer loops again; no recovery step is given on the final
       step (no step is left for it). Off by default, so the 4th identical call and the first
-      looping answer stop the run.
+      looping answer stop the run. ``recovery_turn``, its former name, still works as a
+      keyword and an attribute, with a ``DeprecationWarning``; type checkers know only the
+      attribute.
     - ``volatile_arguments`` = (): argument names left out of the repeat key at any depth (a
       progress note, a timestamp, a request id), so calls that differ only there are repeats.
     - ``no_progress_window`` = 4: steps in a row without a new progress signal that stop with
@@ -159,11 +164,21 @@ class PolicyConfig:
     final_step_lockdown: Optional[bool] = None
     max_repeat_action: int = 3
     max_cycle_length: int = 4
-    recovery_turn: bool = False
+    recovery_step: bool = False
     volatile_arguments: frozenset[str] = frozenset()
     no_progress_window: Optional[int] = 4
     budgets: Budgets = field(default_factory=Budgets)
     stop_messages: Mapping[Union[Reason, str], str] = field(default_factory=dict)
+
+    @property
+    def recovery_turn(self) -> bool:
+        """Deprecated: ``recovery_step``, by its former name."""
+        warnings.warn(
+            "PolicyConfig.recovery_turn is deprecated: use recovery_step",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.recovery_step
 
     def __post_init__(self) -> None:
         _validate.count("max_steps", self.max_steps, 1)
@@ -175,9 +190,9 @@ class PolicyConfig:
             )
         _validate.count("max_repeat_action", self.max_repeat_action, 1)
         _validate.count("max_cycle_length", self.max_cycle_length, 1)
-        if not isinstance(self.recovery_turn, bool):
+        if not isinstance(self.recovery_step, bool):
             raise TypeError(
-                f"recovery_turn must be a bool, got {type(self.recovery_turn).__name__}"
+                f"recovery_step must be a bool, got {type(self.recovery_step).__name__}"
             )
         object.__setattr__(self, "volatile_arguments", _argument_names(self.volatile_arguments))
         if self.no_progress_window is not None:
@@ -195,7 +210,7 @@ class PolicyConfig:
             "final_step_lockdown": self.final_step_lockdown,
             "max_repeat_action": self.max_repeat_action,
             "max_cycle_length": self.max_cycle_length,
-            "recovery_turn": self.recovery_turn,
+            "recovery_step": self.recovery_step,
             "volatile_arguments": sorted(self.volatile_arguments),
             "no_progress_window": self.no_progress_window,
             "budgets": self.budgets.to_dict(),
@@ -207,6 +222,30 @@ class PolicyConfig:
     def stop_message(self, reason: Reason, value: Number, limit: Number) -> str:
         """The message for people of a stop with ``reason`` at ``value`` against ``limit``."""
         return self.stop_messages[reason].format(value=value, limit=limit)
+
+
+_init_fields = PolicyConfig.__init__
+
+
+@functools.wraps(_init_fields)
+def _init(
+    self: PolicyConfig, *args: Any, recovery_turn: Optional[bool] = None, **kwargs: Any
+) -> None:
+    """The dataclass's ``__init__``, which also takes ``recovery_turn=``, the deprecated former
+    name of ``recovery_step`` (not a field: ``replace`` and ``to_dict`` never see it)."""
+    if recovery_turn is not None:
+        warnings.warn(
+            "PolicyConfig(recovery_turn=...) is deprecated: use recovery_step",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if "recovery_step" in kwargs:
+            raise TypeError("give recovery_step only (recovery_turn is its former name)")
+        kwargs["recovery_step"] = recovery_turn
+    _init_fields(self, *args, **kwargs)
+
+
+PolicyConfig.__init__ = _init  # type: ignore[method-assign]
 
 
 def _argument_names(given: object) -> frozenset[str]:
@@ -416,7 +455,7 @@ class RunPolicy:
             return self._budget_stop(step, exhausted, key)
         copies = cycle_copies(list(self._recent_actions), key, self.config.max_cycle_length)
         limit = self.config.max_repeat_action
-        if copies >= limit and self.config.recovery_turn and not self._recovery_used:
+        if copies >= limit and self.config.recovery_step and not self._recovery_used:
             # Not counted: a call that was not run is no copy; the same call next is the stop.
             self._recovery_used = True
             refused = self._decide(
@@ -465,7 +504,7 @@ class RunPolicy:
 
     def check_looping_answer(self, block: str) -> Decision:
         """Decides on an answer of the current step that degenerated into a repetition loop
-        (the stream guard cut it; ``block`` is the repeated text): with ``recovery_turn``, the
+        (the stream guard cut it; ``block`` is the repeated text): with ``recovery_step``, the
         first time and with a step left, a refusal whose ``message`` nudges the model
         (``ANSWER_NUDGE``); otherwise a stop with ``degeneration``. ``value`` counts the run's
         looping answers against a limit of 1: an answer may not loop."""
@@ -474,7 +513,7 @@ class RunPolicy:
         step = self._current_step()
         self._looping_answers += 1
         step_left = step < self.config.max_steps - 1
-        if self.config.recovery_turn and step_left and not self._answer_recovery_used:
+        if self.config.recovery_step and step_left and not self._answer_recovery_used:
             self._answer_recovery_used = True
             preview = block if len(block) <= NUDGE_BLOCK_CHARS else block[:NUDGE_BLOCK_CHARS] + "…"
             return self._decide(

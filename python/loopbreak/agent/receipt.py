@@ -222,7 +222,7 @@ class RunEvidence:
         return tuple(self._evidence)
 
     def record_natural_finish(self) -> None:
-        """The model ended the turn by itself (a final answer, no tool calls)."""
+        """The model ended the run by itself (a final answer, no tool calls)."""
         self._add(EvidenceKind.NATURAL_FINISH)
 
     def record_done_tool(self, tool: str) -> None:

@@ -9,8 +9,8 @@ stops) stays in this module and the adapters stay a mapping of hook names:
   since (``RunPolicy.after_step``), then asks for the next one (``RunPolicy.before_step``);
 - ``check_tool(name, arguments)`` before a tool runs; ``record_tool_result`` when it returns;
 - ``guard_stream(events, pieces)`` around a streamed answer, ``check_answer(answer, pieces)``
-  on a whole one: the same rules either way. A loop ends the run, or, on a recovery turn
-  (``PolicyConfig.recovery_turn``), leaves a nudge the adapter sends the model as the next
+  on a whole one: the same rules either way. A loop ends the run, or, on a recovery step
+  (``PolicyConfig.recovery_step``), leaves a nudge the adapter sends the model as the next
   message (``take_nudge()``) before its next model call; either way the answer enters the
   history trimmed (``cut``);
 - ``tool_raised(tool, error)`` when a tool call raised: one of the framework's
@@ -248,7 +248,7 @@ class AgentRun:
     def check_answer(self, answer: T, pieces: Pieces[T]) -> Optional[Degeneration]:
         """A whole (unstreamed) answer through the same guard as a stream: the loop it holds,
         or None. A loop is the step's ``cut`` (the adapter keeps the answer trimmed) and the
-        policy's to decide: a stop ends the run (``degeneration``); a recovery turn leaves a
+        policy's to decide: a stop ends the run (``degeneration``); a recovery step leaves a
         nudge for the model (``take_nudge()``)."""
         governance = self._governance
         guard = Guarded(
@@ -270,7 +270,7 @@ class AgentRun:
 
     def take_nudge(self) -> Optional[str]:
         """The one line to send the model as the next message, once, after an answer cut on
-        its recovery turn (what it repeated, what to do instead); None when there is none.
+        its recovery step (what it repeated, what to do instead); None when there is none.
         The adapter sends it and calls the model again, the framework's way."""
         nudge, self._nudge = self._nudge, None
         return nudge
@@ -299,7 +299,7 @@ class AgentRun:
     def finished_naturally(self) -> None:
         """The model answered by itself (not after a loopbreak stop or cut). A run that ends
         with a nudge not sent (a framework path that cannot call the model again) ends with
-        its cut answer, as without a recovery turn."""
+        its cut answer, as without a recovery step."""
         if self._nudge is not None and self.cut is not None:
             self._nudge = None
             self._degenerated(self.cut)

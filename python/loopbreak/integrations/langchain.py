@@ -14,12 +14,12 @@ between them. The hooks, in the order a step meets them:
   starts looping; checks a whole (unstreamed) answer the same way; records token usage from
   the ``AIMessage``'s ``usage_metadata``. A degenerate answer enters the graph's state trimmed
   (its first copies plus a marker) and without its tool calls, which ends the run (on a
-  recovery turn, ``PolicyConfig.recovery_turn``, see ``after_model``).
+  recovery step, ``PolicyConfig.recovery_step``, see ``after_model``).
 - ``after_model``: checks each tool call the model asked for (repeated actions, the tool-call
   budget) before any runs; a stop answers every pending call with an error ``ToolMessage``
   (as the framework's own ``ToolCallLimitMiddleware`` does) and jumps to the end; a refused
-  repeat (``PolicyConfig.recovery_turn``) is answered the same way, alone, and the run goes on.
-  After an answer cut on its recovery turn it adds the nudge as a ``HumanMessage`` and jumps
+  repeat (``PolicyConfig.recovery_step``) is answered the same way, alone, and the run goes on.
+  After an answer cut on its recovery step it adds the nudge as a ``HumanMessage`` and jumps
   back to the model.
 - ``wrap_tool_call``: records each result as progress; an error (or a cancellation) leaving a
   tool ends the run with a receipt.
@@ -231,7 +231,7 @@ class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
         if run is None or run.degeneration is not None or not run.step_model_calls:
             return None  # a degenerate answer carries no tool calls: the run ends
         nudge = run.take_nudge()
-        if nudge is not None:  # the answer was cut on its recovery turn: ask again
+        if nudge is not None:  # the answer was cut on its recovery step: ask again
             return {"messages": [HumanMessage(content=nudge)], "jump_to": "model"}
         message = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
         if message is None:

@@ -5,7 +5,7 @@
 
 - ``max_turns`` is the policy's ``max_steps`` (one step cap, the SDK's).
 - A tool input guardrail on each of the agent's function tools checks repeated actions and the
-  tool-call budget before the tool runs. A stop (or, with ``PolicyConfig.recovery_turn``, the
+  tool-call budget before the tool runs. A stop (or, with ``PolicyConfig.recovery_step``, the
   first refused repeat) rejects the call (``reject_content``): the tool does not run and the
   model gets the message as its result. Under lockdown, ``is_enabled`` offers no function
   tools on the final step. The tools are those of a per-run copy of the agent; the agent
@@ -23,7 +23,7 @@
   each whole (unstreamed) answer, its reasoning and its tool-call arguments are checked before
   the SDK reads the response: a loop is replaced by its trimmed text (the run ends with it as
   the final output, and no cut tool call runs).
-- On a recovery turn for an answer (``PolicyConfig.recovery_turn``), the cut answer ends that
+- On a recovery step for an answer (``PolicyConfig.recovery_step``), the cut answer ends that
   SDK run and the runner starts the next the SDK's way: ``Runner.run`` again with the history
   (``to_input_list()``) plus the nudge as a user message, under the same ``AgentRun``, with
   the steps left as ``max_turns``; with a ``Session``, which puts the history before the input
@@ -51,7 +51,7 @@ Not covered: the tools of agents reached by a handoff and hosted tools (no input
 the SDK), the whole answers of a handoff agent given a model object of its own, a ``Session``
 of a run stopped on a streamed loop (the SDK kept nothing of the cut answer, so the session
 lacks it), and a conversation the server holds: it keeps what the server wrote (a looping
-answer in full), and after a streamed answer was cut the next SDK run of its recovery turn
+answer in full), and after a streamed answer was cut the next SDK run of its recovery step
 sends the run's items to it again (what the server kept of the cancelled response is not
 known to the SDK).
 """
@@ -186,7 +186,7 @@ class LoopbreakRunner:
         try:
             result = await Runner.run(run.agent, input, **run.runner_kwargs())
             while (nudge := run.governed.take_nudge()) is not None:
-                # The answer was cut on its recovery turn: the next SDK run asks again.
+                # The answer was cut on its recovery step: the next SDK run asks again.
                 history = run.recovery_input(result, [], nudge)
                 result = await Runner.run(run.agent, history, **run.runner_kwargs())
         except BaseException as error:
@@ -216,7 +216,7 @@ class LoopbreakStream:
 
     async def stream_events(self) -> AsyncGenerator[StreamEvent, None]:
         """The SDK's events, unchanged, up to the first delta in which the answer loops;
-        there the run is cancelled and the stream ends (on a recovery turn, the events of the
+        there the run is cancelled and the stream ends (on a recovery step, the events of the
         next SDK run follow). Close it (``aclose()``) when you stop reading early: that
         cancels the run too."""
         governed = self._run.governed
@@ -243,7 +243,7 @@ class LoopbreakStream:
             nudge = governed.take_nudge()
             if nudge is None:
                 break
-            # The answer was cut on its recovery turn: the next SDK run asks again.
+            # The answer was cut on its recovery step: the next SDK run asks again.
             self.result = Runner.run_streamed(
                 self._run.agent,
                 self._run.recovery_input(self.result, unsaved, nudge),
@@ -390,7 +390,7 @@ class _Run:
 
     def _steps_left(self) -> int:
         """The SDK's turn cap of the next SDK run: the policy's steps not yet started (a run
-        continued after a recovery turn has used some)."""
+        continued after a recovery step has used some)."""
         policy = self.governed.policy
         started = 0 if policy.step is None else policy.step + 1
         return policy.config.max_steps - started
@@ -442,7 +442,7 @@ class _Run:
         return marking
 
     def _offers_tools(self) -> bool:
-        """Whether a function tool is enabled now. The SDK asks twice per turn: when it offers
+        """Whether a function tool is enabled now. The SDK asks twice per step: when it offers
         the tools of the next model call (that step was planned when the tools of the last one
         ran, or is about to be by the input filter) and when it runs the current step's calls,
         before any of them reached the guardrail (they were offered: yes). A call to a tool
@@ -495,7 +495,7 @@ class _Run:
         unsaved: list[TResponseInputItem],
         nudge: str,
     ) -> list[TResponseInputItem]:
-        """The next SDK run's input on an answer's recovery turn: the history, the items the SDK
+        """The next SDK run's input on an answer's recovery step: the history, the items the SDK
         did not keep (a streamed answer it cancelled), then the nudge. A ``Session`` holds the
         history already, and the SDK puts it before the input: then only the rest is sent. A
         conversation the server holds (``conversation_id``, a ``previous_response_id`` chain)

@@ -12,7 +12,7 @@ capability hooks of pydantic-ai:
   accept that text (pydantic-ai asks again), the run is cancelled instead (``ctx.cancel()``):
   ``RunCancelled`` carries the messages.
 - ``before_tool_execute``: the repeated-action and tool-call checks, before the tool runs; a
-  stopped call (or, with ``PolicyConfig.recovery_turn``, a refused repeat) is answered with the
+  stopped call (or, with ``PolicyConfig.recovery_step``, a refused repeat) is answered with the
   decision's message instead (``SkipToolExecution``); after a stop the next request ends the
   run. ``after_tool_execute`` reports each result as progress; ``wrap_tool_execute`` reports
   a ``ModelRetry`` or ``ToolFailed`` the tool raised (the model sees it as the call's result)
@@ -21,7 +21,7 @@ capability hooks of pydantic-ai:
   stream guard; on a loop the guard stops pulling, which closes the model's stream, and
   ``after_model_request`` puts the trimmed text in the response the history keeps (its cut
   tool calls are dropped, so the run ends with that text). ``after_model_request`` also
-  records the token usage. On a recovery turn (``PolicyConfig.recovery_turn``)
+  records the token usage. On a recovery step (``PolicyConfig.recovery_step``)
   ``after_node_run`` turns the end that text would bring into a next request carrying the
   nudge as a ``UserPromptPart``.
 - ``wrap_run``: the receipt, however the run ended. pydantic-ai's own ``UsageLimits`` stay in
@@ -33,7 +33,7 @@ model must support streaming (every provider model does; a ``FunctionModel`` nee
 ``stream_function``). ``agent.run()``, ``agent.iter()`` and ``agent.run_stream_events()`` keep
 the trimmed text in the history; ``agent.run_stream()`` cuts the stream too but commits the text
 read up to the cut as it was (in its output and ``all_messages()``; ``last_run.messages`` holds
-the trimmed text), and ends the run there (no recovery turn for an answer).
+the trimmed text), and ends the run there (no recovery step for an answer).
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ class LoopbreakCapability(AbstractCapability[Any]):
         nudge = self._governed().take_nudge()
         if nudge is None:
             return result
-        # The answer was cut on its recovery turn: instead of ending with it, ask again.
+        # The answer was cut on its recovery step: instead of ending with it, ask again.
         return ModelRequestNode(ModelRequest(parts=[UserPromptPart(nudge)]))
 
     async def wrap_run_event_stream(

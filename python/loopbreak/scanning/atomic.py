@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from loopbreak.scanning.sources import Source
+from loopbreak.scanning.inputs import InputFile
 
 
 @dataclass
@@ -24,12 +24,12 @@ class Pending:
 
 
 @contextmanager
-def cleaned_copy(source: Source) -> Iterator[Pending]:
-    """``replacing`` the copy of ``source``. A copy in place of the input is wanted only once
+def cleaned_copy(file: InputFile) -> Iterator[Pending]:
+    """``replacing`` the copy of ``file``. A copy in place of the input is wanted only once
     the writer trims something and sets ``wanted``: a file without findings is never rewritten."""
-    assert source.dest is not None
-    with replacing(source.dest, keep_mode_of=source.path) as pending:
-        pending.wanted = source.dest != source.path
+    assert file.dest is not None
+    with replacing(file.dest, keep_mode_of=file.path) as pending:
+        pending.wanted = file.dest != file.path
         yield pending
 
 

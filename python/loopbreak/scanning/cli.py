@@ -1,10 +1,12 @@
 """``loopbreak scan PATH...``: find repetition loops in stored model outputs, and trim them.
 
-Each format has its own module in ``loopbreak.scanning``; this one parses the command line,
-sends each file to its reader, and prints the report. ``--ray`` sends Parquet files to a Ray
-cluster instead (``loopbreak.scanning.ray``). A format's dependencies (sqlite3, pyarrow, ray and
-logging) are imported when a file of that format is scanned: most runs scan JSON lines or text,
-and ``loopbreak scan`` is started once per run, so its start-up is part of every scan."""
+Each format has its own module in ``loopbreak.scanning``, registered in
+``loopbreak.scanning.readers``; this one parses the command line (its format options and help
+text come from that registry), sends each file to its reader, and prints the report. ``--ray``
+sends Parquet files to a Ray cluster instead (``loopbreak.scanning.ray``). A format's
+dependencies (sqlite3, pyarrow, ray and logging) are imported when a file of that format is
+scanned: most runs scan JSON lines or text, and ``loopbreak scan`` is started once per run, so
+its start-up is part of every scan."""
 
 from __future__ import annotations
 
@@ -13,31 +15,46 @@ import os
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from loopbreak._core import Rules
 from loopbreak._presets import RULE_PRESETS
 from loopbreak.errors import MissingExtra, ScanError
-from loopbreak.scanning import json_lines, text_files
-from loopbreak.scanning.field_path import FieldPath
-from loopbreak.scanning.findings import NOTE_SUFFIX, RECORD_KEYS
+from loopbreak.scanning.findings import NOTE_SUFFIX
 from loopbreak.scanning.html_report import HtmlReport
+from loopbreak.scanning.inputs import STDIN, InputFile, Inputs, find_inputs
 from loopbreak.scanning.progress import Progress
+from loopbreak.scanning.readers import (
+    OPTIONS,
+    RAY_FORMAT,
+    READERS,
+    Reader,
+    ReaderOptions,
+    misplaced_option,
+    takers,
+    titles,
+)
 from loopbreak.scanning.report import Report
-from loopbreak.scanning.sources import FORMATS, Source, find_sources
 
-DESCRIPTION = """\
-Find repetition loops in stored model outputs: plain text files, JSON lines, Parquet and SQLite,
+ALL_FORMATS = titles(list(READERS))
+
+DESCRIPTION = f"""\
+Find repetition loops in stored model outputs: {ALL_FORMATS} files,
 or directories of them (walked in order, hidden files skipped). Prints each finding, then a
 summary table; with --json, one JSON object per finding on stdout and the summary on stderr."""
 
-EPILOG = f"""\
+
+def _epilog() -> str:
+    """The help text after the options, from the readers' registry."""
+    formats = "\n".join(
+        f"  {reader.format:<9} {_file_names(reader)}{reader.rows}" for reader in READERS.values()
+    )
+    notes = "\n".join(f"    {reader.title}: {reader.notes}" for reader in READERS.values())
+    return f"""\
 formats (told by a file's first bytes, else by its name; --format overrides):
-  text      each file is one row ('-' reads stdin); binary files (a NUL byte early) are skipped
-  jsonl     *.jsonl, *.ndjson: the value at --field in each line is a row
-  parquet   the string column --column; a row's index in the file tells it
-  sqlite    --column of --table, read in chunks by rowid
+{formats}
   Nulls scan as empty texts; numbers, objects, blobs are errors (reported, counted, skipped).
+  An option no format of the files takes is an error (--table on a text file).
 
 --field paths: segments separated by dots. In an object a segment is a member name, in a list
   an index (-1 is the last), and * is every item of a list or member of an object:
@@ -46,34 +63,38 @@ formats (told by a file's first bytes, else by its name; --format overrides):
 
 --trim writes cleaned copies in the same format: each loop cut to its first 3 copies plus a
   marker saying what was removed, every other byte of text kept. The removals (with their
-  findings) are stored beside the text where the format allows: a '<name>{NOTE_SUFFIX}' member
-  next to the JSON text, a '<column>{NOTE_SUFFIX}' column (JSON) in Parquet and SQLite.
+  findings, as JSON) are stored beside the text ('{NOTE_SUFFIX}' after the name):
+{notes}
   --out DIR places copies as 'cp -r PATH... DIR' would; --in-place replaces the inputs that
   have findings, atomically (a temporary file renamed over it; SQLite: one transaction).
 
 exit status: 0 no loop found, 1 loops found, 2 something could not be scanned (the rest was)."""
 
 
+def _file_names(reader: Reader) -> str:
+    """``*.jsonl, *.ndjson: `` for a format told by the file's name, else ''."""
+    return f"{', '.join('*' + suffix for suffix in reader.suffixes)}: " if reader.suffixes else ""
+
+
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "scan",
-        help="find (and trim) repetition loops in text, JSON lines, Parquet and SQLite files",
+        help=f"find (and trim) repetition loops in {ALL_FORMATS} files",
         description=DESCRIPTION,
-        epilog=EPILOG,
+        epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH", help="files or directories; '-' reads stdin"
     )
-    parser.add_argument("--format", choices=FORMATS, help="read every file as this format")
-    parser.add_argument(
-        "--field",
-        type=_field_path,
-        metavar="PATH",
-        help="JSON lines: where the text is in each line",
-    )
-    parser.add_argument("--column", metavar="NAME", help="Parquet, SQLite: the column of texts")
-    parser.add_argument("--table", metavar="NAME", help="SQLite: the table")
+    parser.add_argument("--format", choices=list(READERS), help="read every file as this format")
+    for option in OPTIONS:
+        parser.add_argument(
+            f"--{option.name}",
+            type=_parsed(option.parse),
+            metavar=option.metavar,
+            help=f"{', '.join(reader.title for reader in takers(option.name))}: {option.help}",
+        )
     parser.add_argument(
         "--rules",
         choices=RULE_PRESETS,
@@ -102,31 +123,43 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--ray",
         metavar="ADDRESS",
-        help="scan Parquet files on the Ray cluster at ADDRESS (auto, HOST:PORT, ray://HOST:10001; local starts"
-        " one here); needs pip install 'loopbreak[ray]' on every node, and the files readable from every node",
+        help=f"scan {READERS[RAY_FORMAT].title} files on the Ray cluster at ADDRESS (auto,"
+        " HOST:PORT, ray://HOST:10001; local starts one here); needs pip install"
+        " 'loopbreak[ray]' on every node, and the files readable from every node",
     )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    options = ReaderOptions(field=args.field, column=args.column, table=args.table)
     problem = _misuse(args)
+    inputs = (
+        Inputs()
+        if problem
+        else find_inputs(args.paths, format=args.format, out=args.out, in_place=args.in_place)
+    )
+    # Checked before the --out folder is made: a refused command leaves nothing behind.
+    problem = (
+        problem
+        or _misplaced(args, options, inputs)
+        or (_out_problem(args.out) if args.out is not None else "")
+    )
     if problem:
         print(f"loopbreak scan: {problem}", file=sys.stderr)
         return 2
-    sources = find_sources(args.paths, format=args.format, out=args.out, in_place=args.in_place)
     # Ray draws its own progress; here the bar counts the bytes of the files read.
-    progress = Progress(sum(source.size for source in sources.files), enabled=not args.ray)
+    progress = Progress(sum(file.size for file in inputs.files), enabled=not args.ray)
     report = Report(progress, json_lines=args.json, html=HtmlReport() if args.html else None)
-    report.skipped = sources.skipped
-    for path, message in sources.problems:
+    report.skipped = inputs.skipped
+    for path, message in inputs.problems:
         report.error(path, message)
     rules = RULE_PRESETS[args.rules]()
     try:
         if args.ray:
-            _scan_on_ray(args.ray, sources.files, args.column, rules, report)
+            _scan_on_ray(args.ray, inputs.files, options, rules, report)
         else:
-            for source in sources.files:
-                _scan_file(source, args, rules, report, progress)
+            for file in inputs.files:
+                _scan_file(file, options, rules, report, progress)
     finally:
         progress.close()
     summary = report.summary()
@@ -151,9 +184,9 @@ def _misuse(args: argparse.Namespace) -> str:
         return "--trim needs --out DIR or --in-place"
     if trims_to and not args.trim:
         return "--out and --in-place go with --trim"
-    if args.trim and Path("-") in args.paths:
+    if args.trim and STDIN in args.paths:
         return "--trim cannot write a cleaned copy of stdin"
-    if Path("-") in args.paths and sys.stdin is None:  # cron, daemons, `<&-`
+    if STDIN in args.paths and sys.stdin is None:  # cron, daemons, `<&-`
         return "standard input is closed"
     if args.out is not None and args.out.exists() and not args.out.is_dir():
         return f"--out {args.out} is a file, not a folder"
@@ -163,11 +196,28 @@ def _misuse(args: argparse.Namespace) -> str:
         return "--html shows each loop in its text, which --ray does not bring back; scan on one machine"
     if args.html is not None and not args.html.parent.is_dir():
         return f"--html {args.html}: no folder {args.html.parent}"
-    if args.field is not None and Path("-") in args.paths and args.format != "jsonl":
-        return "--field reads JSON lines, and stdin is read as text: add --format jsonl"
-    if args.out is not None:
-        return _out_problem(args.out)
     return ""
+
+
+def _misplaced(args: argparse.Namespace, options: ReaderOptions, inputs: Inputs) -> str:
+    """The reader option that no file to scan takes, as a problem, or ''. ``--ray`` reads one
+    format whatever the files are (the others are its errors, file by file)."""
+    if args.ray:
+        formats = [RAY_FORMAT]
+        read_as = f"--ray reads {READERS[RAY_FORMAT].title} only"
+    elif not inputs.files:  # nothing to scan: the problems say why
+        return ""
+    else:
+        formats = [file.format for file in inputs.files]
+        if len(inputs.files) == 1:
+            path = inputs.files[0].path
+            name = "stdin" if path == STDIN else str(path)
+            read_as = f"{name} is read as {titles(formats)}"
+        else:
+            read_as = f"the {len(formats):,} files are read as {titles(formats)}"
+    # The --format that would take the option is named for one file whose format was told.
+    told = args.format is None and not args.ray and len(formats) == 1
+    return misplaced_option(options, formats, read_as, detected=told)
 
 
 def _out_problem(out: Path) -> str:
@@ -182,28 +232,19 @@ def _out_problem(out: Path) -> str:
 
 
 def _scan_file(
-    source: Source, args: argparse.Namespace, rules: Rules, report: Report, progress: Progress
+    file: InputFile, options: ReaderOptions, rules: Rules, report: Report, progress: Progress
 ) -> None:
-    path = str(source.path)
-    advance = progress.file(source.size)
+    path = str(file.path)
+    advance = progress.file(file.size)
     scanned = False
     try:
-        if source.format == "text":
-            text_files.scan(source, rules, report, advance)
-        elif source.format == "jsonl":
-            json_lines.scan(source, args.field, rules, report, advance)
-        elif source.format == "parquet":
-            _parquet_files().scan(source, args.column, rules, report, advance)
-        else:
-            from loopbreak.scanning import sqlite_tables
-
-            sqlite_tables.scan(source, args.table, args.column, rules, report, advance)
+        READERS[file.format].load().scan(file, options, rules, report, advance)
         scanned = True
     except ScanError as error:
         report.error(path, str(error))
     except OSError as error:
         # An error writing the cleaned copy names that file, not the input.
-        written = error.filename is not None and Path(error.filename) != source.path
+        written = error.filename is not None and Path(error.filename) != file.path
         where = f"cannot write {error.filename}: " if written else ""
         report.error(path, where + (error.strerror or str(error)))
     except Exception as error:  # a bug or a resource running out: this file's error, not the run's
@@ -214,87 +255,27 @@ def _scan_file(
 
 
 def _scan_on_ray(
-    address: str, sources: list[Source], column: str, rules: Rules, report: Report
+    address: str, inputs: list[InputFile], options: ReaderOptions, rules: Rules, report: Report
 ) -> None:
-    """Scans the Parquet files among ``sources`` on the cluster at ``address`` and reports the
-    findings in the order a local scan would."""
-    import logging
-
+    """``loopbreak.scanning.ray.scan_files``, imported here: ray is an extra."""
     try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        import ray
-
-        from loopbreak.scanning import parquet_files
-        from loopbreak.scanning.ray import read_parquet_rows, scan_dataset
+        from loopbreak.scanning import ray
     except MissingExtra as error:
         report.error("--ray", str(error))
         return
+    ray.scan_files(address, inputs, options, rules, report)
 
-    rows_by_path: dict[str, int] = {}
-    for source in sources:
-        path = str(source.path)
+
+def _parsed(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` for argparse: its ValueError is the option's one-line error."""
+
+    def parsed(text: str) -> Any:
         try:
-            if source.format != "parquet":
-                raise ScanError(f"--ray scans Parquet files only, this is {source.format}")
-            metadata = pq.read_metadata(source.path)
-            parquet_files.text_column_type(metadata.schema.to_arrow_schema(), column)
-            rows_by_path[path] = metadata.num_rows
-        except ScanError as error:
-            report.error(path, str(error))
-            report.file_done(path, scanned=False)
-        except (OSError, pa.ArrowException) as error:
-            report.error(path, f"cannot read it as Parquet: {error}")
-            report.file_done(path, scanned=False)
-    if not rows_by_path:
-        return
-    # Ray Data draws its progress bars on a terminal; elsewhere it would log progress: keep
-    # only its warnings then.
-    if not sys.stderr.isatty():
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
-    try:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
-    except ConnectionError as error:
-        report.error(address, f"cannot reach the Ray cluster: {error}")
-        return
-    try:
-        findings = scan_dataset(
-            read_parquet_rows(list(rows_by_path), column), column, keep=("path", "row"), rules=rules
-        )
-        batches: list[Any] = list(findings.iter_batches(batch_format="pyarrow", batch_size=None))
-    except ray.exceptions.RayError as error:
-        report.error(address, f"the scan failed on the cluster: {error}")
-        return
-    finally:
-        ray.shutdown()
-    records_by_path: dict[str, list[dict[str, Any]]] = {path: [] for path in rows_by_path}
-    for batch in batches:
-        for record in batch.to_pylist():
-            records_by_path[record["path"]].append(record)
-    for path, rows in rows_by_path.items():
-        report.scanned(rows)
-        # A stable sort by row: each row's findings keep the order the scan gave them.
-        for record in sorted(records_by_path[path], key=lambda record: int(record["row"])):
-            report.finding(
-                {"path": path, "row": record["row"]}, {key: record[key] for key in RECORD_KEYS}
-            )
-        report.file_done(path, scanned=True)
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
 
-
-def _parquet_files() -> Any:
-    """The Parquet module, imported when first needed: pyarrow is an extra."""
-    try:
-        from loopbreak.scanning import parquet_files
-    except MissingExtra as error:
-        raise ScanError(f"Parquet: {error}") from None
-    return parquet_files
-
-
-def _field_path(text: str) -> FieldPath:
-    try:
-        return FieldPath.parse(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    return parsed
 
 
 def _files(n: int) -> str:

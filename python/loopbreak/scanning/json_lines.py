@@ -31,9 +31,10 @@ from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.field_path import FieldPath
 from loopbreak.scanning.findings import BatchFindings, note, note_name, scanned_batch
+from loopbreak.scanning.inputs import STDIN, InputFile
 from loopbreak.scanning.json_splice import encoded, member_span, value_span
+from loopbreak.scanning.readers import ReaderOptions
 from loopbreak.scanning.report import Report
-from loopbreak.scanning.sources import STDIN, Source
 
 # A chunk is the whole lines in this many bytes (or one longer line): enough texts to keep every
 # core busy, little enough memory for files of any size (a few chunks are in flight at once).
@@ -55,17 +56,18 @@ class _Found:
 
 
 def scan(
-    source: Source,
-    field: Optional[FieldPath],
+    file: InputFile,
+    options: ReaderOptions,
     rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
+    field = options.field
     if field is None:
         raise ScanError(
             "JSON lines need --field, the path to the text in each line (e.g. messages.*.content)"
         )
-    path = str(source.path)
+    path = str(file.path)
     segments = [
         None if segment is None else (segment, _list_index(segment)) for segment in field.segments
     ]
@@ -76,11 +78,9 @@ def scan(
     noted_utf8 = False
     with ExitStack() as stack:
         stream: IO[bytes] = (
-            sys.stdin.buffer
-            if source.path == STDIN
-            else stack.enter_context(source.path.open("rb"))
+            sys.stdin.buffer if file.path == STDIN else stack.enter_context(file.path.open("rb"))
         )
-        pending = stack.enter_context(cleaned_copy(source)) if source.dest is not None else None
+        pending = stack.enter_context(cleaned_copy(file)) if file.dest is not None else None
         out = stack.enter_context(pending.path.open("wb")) if pending is not None else None
         for read in JsonLinesScan(_descriptor(stream), segments, CHUNK_BYTES, rules):
             # The chunk's bytes cross to Python only for what is done with them here.
@@ -119,7 +119,7 @@ def scan(
                 out.write(_trimmed_copy(chunk, found, batch))
             line_number += read.lines
             done_bytes += read.size
-            advance(done_bytes / source.size if source.size else 0.0)
+            advance(done_bytes / file.size if file.size else 0.0)
         if first_document is not None and not reached:
             # Raised inside the `with`: a field that matches nothing leaves no copy behind.
             number, document = first_document

@@ -24,8 +24,9 @@ import pyarrow.parquet as pq
 from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import BatchFindings, note, note_name, scan_batch
+from loopbreak.scanning.inputs import InputFile
+from loopbreak.scanning.readers import ReaderOptions
 from loopbreak.scanning.report import Report
-from loopbreak.scanning.sources import Source
 
 # Rows per batch: enough to keep every core busy, few enough that a batch of long runaway
 # outputs stays small in memory.
@@ -33,14 +34,14 @@ BATCH_ROWS = 8192
 
 
 def scan(
-    source: Source,
-    column: Optional[str],
+    file: InputFile,
+    options: ReaderOptions,
     rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
     try:
-        _scan(source, column, rules, report, advance)
+        _scan(file, options.column, rules, report, advance)
     except pa.ArrowException as error:
         raise ScanError(f"cannot read it as Parquet: {error}") from error
 
@@ -58,27 +59,29 @@ def text_column_type(schema: Any, column: Optional[str]) -> Any:
 
 
 def _scan(
-    source: Source,
+    file: InputFile,
     column: Optional[str],
     rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
-    file = pq.ParquetFile(source.path)
-    schema = file.schema_arrow
+    parquet = pq.ParquetFile(file.path)
+    schema = parquet.schema_arrow
     text_column_type(schema, column)
     assert column is not None
-    total_rows = max(file.metadata.num_rows, 1)
-    path = str(source.path)
+    total_rows = max(parquet.metadata.num_rows, 1)
+    path = str(file.path)
     with ExitStack() as stack:
         writer, pending = None, None
-        if source.dest is not None:
-            pending = stack.enter_context(cleaned_copy(source))
+        if file.dest is not None:
+            pending = stack.enter_context(cleaned_copy(file))
             out_schema = _with_note_column(schema, column)
             writer = stack.enter_context(pq.ParquetWriter(pending.path, out_schema))
         first_row = 0
         # Without a copy to write, only the text column is read.
-        for batch in file.iter_batches(batch_size=BATCH_ROWS, columns=None if writer else [column]):
+        for batch in parquet.iter_batches(
+            batch_size=BATCH_ROWS, columns=None if writer else [column]
+        ):
             texts = batch.column(column)
             found = scan_batch(texts, rules)
             report.scanned(batch.num_rows)

@@ -10,7 +10,8 @@ reports on one machine.
     findings.write_parquet("s3://bucket/chat-loops/")
 
 ``loopbreak scan --ray ADDRESS --column text PATH...`` runs the same scan over Parquet files that
-every node can read, with ``read_parquet_rows`` telling each row by its file and index.
+every node can read (``scan_files``; the format is ``RAY_FORMAT`` of the readers' registry), with
+``read_parquet_rows`` telling each row by its file and index.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from loopbreak._extras import require_extra
 
 require_extra("ray", "ray.data", "pyarrow", "numpy")
 
+import logging
+import sys
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, Optional
@@ -26,10 +29,16 @@ from typing import Any, Optional
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import ray
 import ray.data
 
 from loopbreak._core import Rules
-from loopbreak.scanning.findings import scan_batch
+from loopbreak.errors import ScanError
+from loopbreak.scanning import parquet_files
+from loopbreak.scanning.findings import RECORD_KEYS, scan_batch
+from loopbreak.scanning.inputs import InputFile
+from loopbreak.scanning.readers import RAY_FORMAT, READERS, ReaderOptions
+from loopbreak.scanning.report import Report
 
 # The columns of each finding, as in the JSON lines of ``loopbreak scan --json``.
 FINDING_SCHEMA = pa.schema(
@@ -78,6 +87,65 @@ def read_parquet_rows(paths: Sequence[str], column: str) -> ray.data.Dataset:
     return ray.data.from_items(pieces, override_num_blocks=max(len(pieces), 1)).map_batches(
         partial(_read_pieces, column=column), batch_format="pyarrow", batch_size=1
     )
+
+
+def scan_files(
+    address: str, inputs: list[InputFile], options: ReaderOptions, rules: Rules, report: Report
+) -> None:
+    """Scans the Parquet files among ``inputs`` on the cluster at ``address`` and reports the
+    findings in the order a local scan would (``loopbreak scan --ray``)."""
+    column = options.column
+    rows_by_path: dict[str, int] = {}
+    for file in inputs:
+        path = str(file.path)
+        try:
+            if file.format != RAY_FORMAT:
+                raise ScanError(
+                    f"--ray scans {READERS[RAY_FORMAT].title} files only, this is {file.format}"
+                )
+            metadata = pq.read_metadata(file.path)
+            parquet_files.text_column_type(metadata.schema.to_arrow_schema(), column)
+            rows_by_path[path] = metadata.num_rows
+        except ScanError as error:
+            report.error(path, str(error))
+            report.file_done(path, scanned=False)
+        except (OSError, pa.ArrowException) as error:
+            report.error(path, f"cannot read it as Parquet: {error}")
+            report.file_done(path, scanned=False)
+    if not rows_by_path:
+        return
+    assert column is not None  # text_column_type refused every file without one
+    # Ray Data draws its progress bars on a terminal; elsewhere it would log progress: keep
+    # only its warnings then.
+    if not sys.stderr.isatty():
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    except ConnectionError as error:
+        report.error(address, f"cannot reach the Ray cluster: {error}")
+        return
+    try:
+        findings = scan_dataset(
+            read_parquet_rows(list(rows_by_path), column), column, keep=("path", "row"), rules=rules
+        )
+        batches: list[Any] = list(findings.iter_batches(batch_format="pyarrow", batch_size=None))
+    except ray.exceptions.RayError as error:
+        report.error(address, f"the scan failed on the cluster: {error}")
+        return
+    finally:
+        ray.shutdown()
+    records_by_path: dict[str, list[dict[str, Any]]] = {path: [] for path in rows_by_path}
+    for batch in batches:
+        for record in batch.to_pylist():
+            records_by_path[record["path"]].append(record)
+    for path, rows in rows_by_path.items():
+        report.scanned(rows)
+        # A stable sort by row: each row's findings keep the order the scan gave them.
+        for record in sorted(records_by_path[path], key=lambda record: int(record["row"])):
+            report.finding(
+                {"path": path, "row": record["row"]}, {key: record[key] for key in RECORD_KEYS}
+            )
+        report.file_done(path, scanned=True)
 
 
 def _scan_table(

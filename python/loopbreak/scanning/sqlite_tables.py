@@ -25,8 +25,9 @@ from loopbreak._core import Rules
 from loopbreak.errors import ScanError
 from loopbreak.scanning.atomic import cleaned_copy
 from loopbreak.scanning.findings import note, note_name, scan_batch
+from loopbreak.scanning.inputs import InputFile
+from loopbreak.scanning.readers import ReaderOptions
 from loopbreak.scanning.report import Report
-from loopbreak.scanning.sources import Source
 
 # Rows fetched and scanned at a time.
 CHUNK_ROWS = 4096
@@ -37,37 +38,36 @@ ROWID_NAMES = ("rowid", "_rowid_", "oid")
 
 
 def scan(
-    source: Source,
-    table: Optional[str],
-    column: Optional[str],
+    file: InputFile,
+    options: ReaderOptions,
     rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
     try:
-        _scan(source, table, column, rules, report, advance)
+        _scan(file, options.table, options.column, rules, report, advance)
     except sqlite3.Error as error:
         raise ScanError(f"SQLite: {error}") from error
 
 
 def _scan(
-    source: Source,
+    file: InputFile,
     table: Optional[str],
     column: Optional[str],
     rules: Rules,
     report: Report,
     advance: Callable[[float], None],
 ) -> None:
-    path = str(source.path)
-    uri = f"file:{urllib.parse.quote(str(source.path.resolve()))}?mode=ro"
+    path = str(file.path)
+    uri = f"file:{urllib.parse.quote(str(file.path.resolve()))}?mode=ro"
     reader = sqlite3.connect(uri, uri=True)
     try:
         table, column, rowid = _check(reader, table, column)
         total_rows = max(reader.execute(f"SELECT count(*) FROM {_quote(table)}").fetchone()[0], 1)
         with ExitStack() as stack:
             target = (
-                stack.enter_context(_cleaning(source, reader, table, column, rowid))
-                if source.dest
+                stack.enter_context(_cleaning(file, reader, table, column, rowid))
+                if file.dest
                 else None
             )
             # Texts come as bytes, decoded here: undecodable bytes become lone surrogates (one
@@ -147,7 +147,7 @@ def _check(
 
 @contextmanager
 def _cleaning(
-    source: Source, reader: sqlite3.Connection, table: str, column: str, rowid: str
+    file: InputFile, reader: sqlite3.Connection, table: str, column: str, rowid: str
 ) -> Iterator[sqlite3.Connection]:
     """The connection the cleaned rows are staged in; they are written when the scan ends."""
     (encoding,) = reader.execute("PRAGMA encoding").fetchone()
@@ -155,11 +155,11 @@ def _cleaning(
         # Staged texts are UTF-8 bytes cast to TEXT, which reads them in the database's encoding.
         raise ScanError(f"--trim writes UTF-8 databases only, this one is {encoding}")
     with ExitStack() as stack:
-        if source.dest == source.path:
-            target = sqlite3.connect(source.path, isolation_level=None)
+        if file.dest == file.path:
+            target = sqlite3.connect(file.path, isolation_level=None)
         else:
-            assert source.dest is not None
-            pending = stack.enter_context(cleaned_copy(source))
+            assert file.dest is not None
+            pending = stack.enter_context(cleaned_copy(file))
             target = sqlite3.connect(pending.path, isolation_level=None)
             reader.backup(target)
         stack.callback(target.close)  # closed before the copy is renamed into place

@@ -1,5 +1,6 @@
 """The files behind ``loopbreak scan PATH...``: directories are walked, each file's format is
-told by its first bytes or its name, and with ``--trim`` each file gets the path of its copy."""
+told by its first bytes or its name (``loopbreak.scanning.readers``), and with ``--trim`` each
+file gets the path of its copy."""
 
 from __future__ import annotations
 
@@ -9,43 +10,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-FORMATS = ("text", "jsonl", "parquet", "sqlite")
+from loopbreak.scanning.readers import BINARY, DEFAULT_FORMAT, detect_format
+
 STDIN = Path("-")
-JSON_LINES_SUFFIXES = (".jsonl", ".ndjson")
-# Enough of a file to tell a binary one: a NUL byte this early is not in text or JSON lines.
-SNIFF_BYTES = 8192
 
 
 @dataclass(frozen=True)
-class Source:
+class InputFile:
     path: Path
-    format: str
+    format: str  # a key of loopbreak.scanning.readers.READERS
     size: int  # bytes, for the progress bar (0 for stdin)
     dest: Optional[Path]  # where the cleaned copy goes; None without --trim
 
 
 @dataclass
-class Sources:
-    files: list[Source] = field(default_factory=list)
+class Inputs:
+    files: list[InputFile] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, why it is not scanned)
     skipped: int = 0  # binary files, not scanned
 
 
-def find_sources(
+def find_inputs(
     paths: list[Path],
     *,
     format: Optional[str] = None,
     out: Optional[Path] = None,
     in_place: bool = False,
-) -> Sources:
+) -> Inputs:
     """The files to scan, in order: a directory's files sorted by path, hidden ones left out.
     With ``out`` the copies land as ``cp -r PATH... OUT`` would put them; with ``in_place``
     each copy replaces its input."""
-    found = Sources()
+    found = Inputs()
     excluded = out.resolve() if out is not None else None
     for path in paths:
         if path == STDIN:
-            found.files.append(Source(STDIN, format or "text", 0, None))
+            found.files.append(InputFile(STDIN, format or DEFAULT_FORMAT, 0, None))
         elif path.is_dir():
             for file in _walk(path, excluded, found):
                 dest = (
@@ -61,22 +60,8 @@ def find_sources(
     return found
 
 
-def detect_format(path: Path) -> str:
-    """``sqlite`` or ``parquet`` by their magic bytes, ``jsonl`` by the name, ``binary`` for a
-    NUL byte in the first few KiB, else ``text``."""
-    with path.open("rb") as file:
-        head = file.read(SNIFF_BYTES)
-    if head.startswith(b"SQLite format 3\x00"):
-        return "sqlite"
-    if head.startswith(b"PAR1"):
-        return "parquet"
-    if path.suffix.lower() in JSON_LINES_SUFFIXES:
-        return "jsonl"
-    return "binary" if b"\x00" in head else "text"
-
-
 def _add(
-    path: Path, dest: Optional[Path], format: Optional[str], in_place: bool, found: Sources
+    path: Path, dest: Optional[Path], format: Optional[str], in_place: bool, found: Inputs
 ) -> None:
     try:
         kind = format or detect_format(path)
@@ -84,13 +69,13 @@ def _add(
     except OSError as error:
         found.problems.append((str(path), error.strerror or str(error)))
         return
-    if kind == "binary":
+    if kind == BINARY:
         found.skipped += 1
         return
-    found.files.append(Source(path, kind, size, path if in_place else dest))
+    found.files.append(InputFile(path, kind, size, path if in_place else dest))
 
 
-def _walk(top: Path, excluded: Optional[Path], found: Sources) -> Iterator[Path]:
+def _walk(top: Path, excluded: Optional[Path], found: Inputs) -> Iterator[Path]:
     def unreadable(error: OSError) -> None:
         found.problems.append((str(error.filename), error.strerror or str(error)))
 
@@ -104,24 +89,24 @@ def _walk(top: Path, excluded: Optional[Path], found: Sources) -> Iterator[Path]
                 yield Path(root, name)
 
 
-def _check_destinations(found: Sources) -> None:
+def _check_destinations(found: Inputs) -> None:
     """Drops, as problems, files whose copy would overwrite their input or another's copy."""
     writers: dict[Path, Path] = {}
     kept = []
-    for source in found.files:
-        if source.dest is None:
-            kept.append(source)
+    for file in found.files:
+        if file.dest is None:
+            kept.append(file)
             continue
-        dest = source.dest.resolve()
-        if dest == source.path.resolve():
+        dest = file.dest.resolve()
+        if dest == file.path.resolve():
             found.problems.append(
-                (str(source.path), "its cleaned copy would overwrite it (use --in-place)")
+                (str(file.path), "its cleaned copy would overwrite it (use --in-place)")
             )
         elif dest in writers:
             found.problems.append(
-                (str(source.path), f"its cleaned copy would overwrite that of {writers[dest]}")
+                (str(file.path), f"its cleaned copy would overwrite that of {writers[dest]}")
             )
         else:
-            writers[dest] = source.path
-            kept.append(source)
+            writers[dest] = file.path
+            kept.append(file)
     found.files = kept
