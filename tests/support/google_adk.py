@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 # ADK's OpenTelemetry spans go to no exporter unless one is configured; none is, here.
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
@@ -34,6 +34,7 @@ class Scripted(BaseLlm):
     script: list[Any]
     tool: str = "add"
     requests: list[LlmRequest] = []
+    partials: int = 0  # streamed partials sent
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -50,6 +51,7 @@ class Scripted(BaseLlm):
         if stream:
             for start in range(0, len(step), CHUNK):
                 piece = types.Part.from_text(text=step[start : start + CHUNK])
+                self.partials += 1
                 yield LlmResponse(content=types.Content(role="model", parts=[piece]), partial=True)
         text = types.Part.from_text(text=step)
         yield LlmResponse(
@@ -60,9 +62,18 @@ class Scripted(BaseLlm):
 
 
 def run_agent(
-    agent: LlmAgent, prompt: str, plugins: Sequence[Any], *, streamed: bool = False
+    agent: LlmAgent,
+    prompt: str,
+    plugins: Sequence[Any],
+    *,
+    streamed: bool = False,
+    run_config: Optional[RunConfig] = None,
 ) -> list[Event]:
-    """One run of ``agent`` on ``prompt`` in a new session: the events the caller gets."""
+    """One run of ``agent`` on ``prompt`` in a new session (streamed: ``StreamingMode.SSE``): the
+    events the caller gets."""
+    config = (run_config or RunConfig()).model_copy(
+        update={"streaming_mode": StreamingMode.SSE if streamed else StreamingMode.NONE}
+    )
 
     async def run() -> list[Event]:
         app = App(name="loopbreak-tests", root_agent=agent, plugins=list(plugins))
@@ -70,7 +81,6 @@ def run_agent(
         session = await runner.session_service.create_session(
             app_name="loopbreak-tests", user_id="user"
         )
-        mode = StreamingMode.SSE if streamed else StreamingMode.NONE
         message = types.Content(role="user", parts=[types.Part.from_text(text=prompt)])
         return [
             event
@@ -78,7 +88,7 @@ def run_agent(
                 user_id="user",
                 session_id=session.id,
                 new_message=message,
-                run_config=RunConfig(streaming_mode=mode),
+                run_config=config,
             )
         ]
 
