@@ -94,3 +94,37 @@ def test_the_example_ends_each_run_as_it_says(capsys: pytest.CaptureFixture[str]
         ["explores", "BOUNDED_STOP", "max_steps"],
         ["degenerates", "STUCK", "degeneration"],
     ]
+
+
+def test_the_callers_abort_signal_is_a_user_abort() -> None:
+    import asyncio
+
+    from google.adk.apps import App
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    plugin = LoopbreakPlugin()
+
+    async def run() -> list[object]:
+        abort = asyncio.Event()
+
+        def add(a: int, b: int) -> str:
+            """Adds two numbers; the caller aborts the run meanwhile."""
+            abort.set()
+            return str(a + b)
+
+        agent = LlmAgent(name="adder", model=Scripted(script=[SAME, "3"]), tools=[add])
+        runner = InMemoryRunner(app=App(name="abort", root_agent=agent, plugins=[plugin]))
+        session = await runner.session_service.create_session(app_name="abort", user_id="u")
+        ask = types.Content(role="user", parts=[types.Part.from_text(text=PROMPT)])
+        return [
+            event
+            async for event in runner.run_async(
+                user_id="u", session_id=session.id, new_message=ask, abort_signal=abort
+            )
+        ]
+
+    asyncio.run(run())
+    governed = plugin.last_run
+    assert governed is not None and governed.receipt is not None
+    assert governed.receipt.reason == "user_abort"

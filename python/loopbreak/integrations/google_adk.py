@@ -109,7 +109,8 @@ class _Invocation:
     run: AgentRun
     model: str = "unknown"
     watch: Optional[_StreamWatch] = None
-    answered: set[Optional[str]] = field(default_factory=set)  # tool calls loopbreak answered
+    answered: bool = False  # the model gave a final answer (no tool calls), or a stop did
+    not_run: set[Optional[str]] = field(default_factory=set)  # tool calls loopbreak answered
     failed: set[Optional[str]] = field(default_factory=set)  # tool calls that raised
     failed_tool: Optional[str] = None
 
@@ -170,11 +171,12 @@ class LoopbreakPlugin(BasePlugin):
         if invocation is None:
             return
         run = invocation.run
-        if invocation_context.is_aborted and run.cut is None:
-            # The caller's abort signal (or its closing the stream early), not loopbreak's cut.
-            run.failed(asyncio.CancelledError("the invocation was aborted"))
-        else:
+        if invocation.answered or run.cut is not None:
             run.finished_naturally()
+        else:
+            # ADK runs this callback also when the caller's abort signal ended the run, or the
+            # caller stopped reading its events, before the model answered.
+            run.failed(asyncio.CancelledError("the caller ended the invocation"))
         _finish(run, invocation_context)
 
     # Model calls.
@@ -190,6 +192,7 @@ class LoopbreakPlugin(BasePlugin):
         invocation.watch = _StreamWatch(self.governance.rules, self.governance.keep)
         plan = run.begin_step()
         if plan.decision.stopped:
+            invocation.answered = True
             return _final(run.user_message())
         if plan.addendum:
             llm_request.append_instructions([plan.addendum])
@@ -213,6 +216,7 @@ class LoopbreakPlugin(BasePlugin):
             assert degeneration is not None
             callback_context.get_invocation_context().abort()
             return _final(degeneration.persist_text, partial=False, turn_complete=True)
+        invocation.answered = not llm_response.get_function_calls()
         usage = llm_response.usage_metadata
         run.record_usage(
             llm_response.model_version or invocation.model,
@@ -236,11 +240,11 @@ class LoopbreakPlugin(BasePlugin):
             return None
         run, plan = invocation.run, invocation.run.plan
         if plan is not None and not plan.tools_enabled and not plan.decision.stopped:
-            invocation.answered.add(tool_context.function_call_id)
+            invocation.not_run.add(tool_context.function_call_id)
             return {"error": LOCKDOWN_TOOL_ANSWER}
         decision = run.check_tool(tool.name, tool_args)
         if decision.stopped or decision.refused:
-            invocation.answered.add(tool_context.function_call_id)
+            invocation.not_run.add(tool_context.function_call_id)
             return {"error": decision.message or ""}
         return None
 
@@ -270,7 +274,7 @@ class LoopbreakPlugin(BasePlugin):
     ) -> Optional[dict[str, Any]]:
         invocation = self._of(tool_context.invocation_id)
         call = tool_context.function_call_id
-        if invocation is None or call in invocation.answered:
+        if invocation is None or call in invocation.not_run:
             return None  # not run: neither progress nor a failure
         invocation.run.record_tool_result(tool.name, result, failed=call in invocation.failed)
         return None
