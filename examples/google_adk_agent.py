@@ -66,7 +66,9 @@ class Scripted(BaseLlm):
         )
         if isinstance(turn, tuple):
             call = types.Part.from_function_call(name=turn[0], args=turn[1])
-            yield LlmResponse(content=types.Content(role="model", parts=[call]), usage_metadata=usage)
+            yield LlmResponse(
+                content=types.Content(role="model", parts=[call]), usage_metadata=usage
+            )
             return
         if stream:  # 16 characters a partial, then the whole answer, as ADK expects
             for start in range(0, len(turn), 16):

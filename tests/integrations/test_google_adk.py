@@ -128,3 +128,17 @@ def test_the_callers_abort_signal_is_a_user_abort() -> None:
     governed = plugin.last_run
     assert governed is not None and governed.receipt is not None
     assert governed.receipt.reason == "user_abort"
+
+
+def test_a_tool_call_with_looping_arguments_never_runs(tmp_path: Path) -> None:
+    adder = Adder(tmp_path / "switch")
+    plugin = LoopbreakPlugin()
+    script = [{"a": 1, "b": 2, "note": LOOP}, "3"]
+    agent = LlmAgent(name="adder", model=Scripted(script=script), tools=[adder.tool()])
+    run_agent(agent, PROMPT, [plugin])
+    run = plugin.last_run
+    assert run is not None and run.receipt is not None and run.degeneration is not None
+    assert run.receipt.reason == "degeneration" and adder.ran == []
+    assert run.degeneration.source == "tool_calls[0].arguments"
+    assert run.degeneration.tool_name == "add"
+    assert not any(event.get_function_calls() for event in run.messages)

@@ -26,7 +26,9 @@ def adk(scenario: Scenario, adder: Adder) -> Outcome:
     if scenario.failing:
         adder.error = RuntimeError
         plugins.append(ReflectAndRetryToolPlugin(max_retries=20))
-    agent = LlmAgent(name="adder", model=Scripted(script=list(scenario.script)), tools=[adder.tool()])
+    agent = LlmAgent(
+        name="adder", model=Scripted(script=list(scenario.script)), tools=[adder.tool()]
+    )
     events = run_agent(agent, PROMPT, plugins, streamed=scenario.streamed)
     governed = plugin.last_run
     assert governed is not None

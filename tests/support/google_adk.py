@@ -13,8 +13,8 @@ from typing import Any, Optional, Union
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 from google.adk.agents import LlmAgent  # noqa: E402
-from google.adk.apps import App  # noqa: E402
 from google.adk.agents.run_config import RunConfig, StreamingMode  # noqa: E402
+from google.adk.apps import App  # noqa: E402
 from google.adk.events.event import Event  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
 from google.adk.models.llm_request import LlmRequest  # noqa: E402
@@ -46,7 +46,9 @@ class Scripted(BaseLlm):
         )
         if isinstance(step, dict):
             part = types.Part.from_function_call(name=self.tool, args=step)
-            yield LlmResponse(content=types.Content(role="model", parts=[part]), usage_metadata=usage)
+            yield LlmResponse(
+                content=types.Content(role="model", parts=[part]), usage_metadata=usage
+            )
             return
         if stream:
             for start in range(0, len(step), CHUNK):

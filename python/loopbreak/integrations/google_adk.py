@@ -301,10 +301,12 @@ def _pieces(response: LlmResponse) -> Iterator[Piece]:
     """A response's text (thoughts apart, as reasoning), and each tool call's arguments as a
     source of its own."""
     content = response.content
+    calls = 0
     for part in (content.parts if content is not None else None) or ():
         if part.function_call is not None:
             call = part.function_call
             arguments = json.dumps(call.args or {}, ensure_ascii=False)
-            yield Piece(f"tool_calls[{call.id or call.name}].arguments", arguments, call.name)
+            yield Piece(f"tool_calls[{calls}].arguments", arguments, call.name)
+            calls += 1
         elif part.text:
             yield Piece(REASONING if part.thought else CONTENT, part.text)
