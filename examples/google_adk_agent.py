@@ -49,7 +49,7 @@ RUNS: dict[str, list[Turn]] = {
 }
 
 
-class Scripted(BaseLlm):
+class Scripted(BaseLlm):  # type: ignore[misc]
     """A model answering ``turns`` in order, the last one again if asked for more."""
 
     model: str = "scripted"

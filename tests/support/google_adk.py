@@ -26,7 +26,7 @@ Step = Union[dict[str, Any], str]  # a call of the tool ``add`` with these argum
 CHUNK = 8  # characters per streamed partial
 
 
-class Scripted(BaseLlm):
+class Scripted(BaseLlm):  # type: ignore[misc]
     """Answers the n-th model call with ``script[n]``: a dict is a call of ``tool`` with those
     arguments, a str a text answer, streamed in partials when ADK asks for a stream."""
 

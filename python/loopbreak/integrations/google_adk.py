@@ -115,7 +115,7 @@ class _Invocation:
     failed_tool: Optional[str] = None
 
 
-class LoopbreakPlugin(BasePlugin):
+class LoopbreakPlugin(BasePlugin):  # type: ignore[misc]
     """Governs every run of the ``Runner`` it is given to (see the module docstring). The
     options are those of every loopbreak agent adapter (``Governance``): the verifier's
     ``run.state`` is ADK's ``InvocationContext``, ``run.messages`` the session's events.
