@@ -48,6 +48,8 @@ test-envs: $(ENVS:%=test-env-%)
 env-wheel: | $(MAKE_VENV)
 	rm -rf $(ENV_WHEELS) && $(PIP) wheel -q --no-deps -w $(ENV_WHEELS) .
 
+# Precious: made by a pattern rule for env-%, make would delete it as an intermediate file.
+.PRECIOUS: .venv-%/bin/python
 .venv-%/bin/python:
 	python3 -m venv .venv-$*
 
