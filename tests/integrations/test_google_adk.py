@@ -142,3 +142,23 @@ def test_a_tool_call_with_looping_arguments_never_runs(tmp_path: Path) -> None:
     assert run.degeneration.source == "tool_calls[0].arguments"
     assert run.degeneration.tool_name == "add"
     assert not any(event.get_function_calls() for event in run.messages)
+
+
+def test_the_sync_runner_run_is_governed_the_same_way(tmp_path: Path) -> None:
+    # runner.run() drives run_async() in a thread of its own, with its own event loop.
+    from google.adk.apps import App
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    adder = Adder(tmp_path / "switch")
+    plugin = LoopbreakPlugin()
+    agent = LlmAgent(name="adder", model=Scripted(script=[SAME] * 5), tools=[adder.tool()])
+    runner = InMemoryRunner(app=App(name="sync", root_agent=agent, plugins=[plugin]))
+    session = runner.session_service.create_session_sync(app_name="sync", user_id="u")
+    ask = types.Content(role="user", parts=[types.Part.from_text(text=PROMPT)])
+    events = list(runner.run(user_id="u", session_id=session.id, new_message=ask))
+    run = plugin.last_run
+    assert run is not None and run.receipt is not None and run.stop is not None
+    assert run.receipt.reason == "loop_detected" and len(adder.ran) == 3
+    last = events[-1].content
+    assert last is not None and last.parts and last.parts[0].text == run.stop.message
