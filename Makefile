@@ -41,12 +41,15 @@ test: install lint test-rust test-python test-envs e2e
 # lives in .venv-NAME, made on first use and brought up to date on every run.
 ENVS := $(basename $(notdir $(wildcard tests/envs/*.txt)))
 ENV_WHEELS := target/env-wheel
+ENV_TESTS_google-adk := tests/integrations/test_google_adk.py tests/integrations/test_google_adk_scenarios.py
 
 test-envs: $(ENVS:%=test-env-%)
 
 env-wheel: | $(MAKE_VENV)
 	rm -rf $(ENV_WHEELS) && $(PIP) wheel -q --no-deps -w $(ENV_WHEELS) .
 
+# Precious: made by a pattern rule for env-%, make would delete it as an intermediate file.
+.PRECIOUS: .venv-%/bin/python
 .venv-%/bin/python:
 	python3 -m venv .venv-$*
 

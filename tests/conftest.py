@@ -19,18 +19,29 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 # Tests of libraries that the `test` extra does not always install: the agent frameworks need a
 # newer Python than loopbreak does, and the engines (torch, llama-cpp-python) come only with
-# `make e2e`. Where the library is missing their modules are not collected.
+# `make e2e`; google-adk is tested in an environment of its own (tests/envs/). Where the library is
+# missing their modules are not collected.
 ADAPTER_TESTS = {
     "pydantic_ai": ["integrations/test_pydantic_ai.py"],
     "agents": ["integrations/test_openai_agents.py"],
+    "google.adk": [
+        "integrations/test_google_adk.py",
+        "integrations/test_google_adk_scenarios.py",
+    ],
     "torch": ["e2e/test_engine_transformers.py"],
     "llama_cpp": ["e2e/test_engine_llama_cpp.py"],
 }
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
+
+
 collect_ignore = [
-    path
-    for module, paths in ADAPTER_TESTS.items()
-    if importlib.util.find_spec(module) is None
-    for path in paths
+    path for module, paths in ADAPTER_TESTS.items() if not _installed(module) for path in paths
 ]
 
 

@@ -10,6 +10,7 @@ documented way to see what a model was sent) reads back.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,11 @@ from uuid import UUID
 
 import pytest
 from langchain.agents import create_agent
-from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
+from langchain.agents.middleware import (
+    ModelCallLimitMiddleware,
+    ModelRetryMiddleware,
+    ToolCallLimitMiddleware,
+)
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManager, Callbacks
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -305,6 +310,53 @@ def test_a_streamed_answer_that_loops_is_cut_and_only_its_trimmed_text_is_kept()
     assert evidence.details["finding"]["source"] == "content"
     assert evidence.details["finding"]["units_removed"] > 0
     assert evidence.details["reason"].startswith("Output degeneration detected in content")
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_stream_cut_is_logged_once_by_loopbreak_and_never_as_a_callback_error(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # langchain-core's callback manager logs every Exception a callback raises ("Error in
+    # <handler>.<event> callback") before it re-raises it: the cut is not one.
+    middleware, receipts, _ = governed()
+    agent = agent_with([looping_answer()], middleware)
+    question: Any = {"messages": [("user", "Why did the deploy fail?")]}
+    caplog.set_level(logging.DEBUG)
+
+    async def astream() -> None:
+        async for _ in agent.astream(question, stream_mode="messages"):
+            pass
+
+    if mode == "sync":
+        for _ in agent.stream(question, stream_mode="messages"):
+            pass
+    else:
+        asyncio.run(astream())
+    assert [r.reason for r in receipts] == ["degeneration"]
+    assert not [r for r in caplog.records if "callback" in r.getMessage()]
+    [line] = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert (line.name, line.levelno) == ("loopbreak.integrations.langchain", logging.WARNING)
+    assert line.getMessage().startswith(
+        "stopped the model's stream: Output degeneration detected in content: "
+    )
+    assert LOOPING_LINE.strip()[:40] in line.getMessage()  # says what repeated
+
+
+def test_a_retry_middleware_inside_does_not_call_the_model_again_after_a_cut() -> None:
+    middleware, receipts, _ = governed()
+    prompts = Prompts()
+    # After the cut the fake model would answer "fine" if it were called again.
+    agent = agent_with(
+        [looping_answer(), "fine"], middleware, (), ModelRetryMiddleware(max_retries=2)
+    )
+    for _ in agent.stream(
+        {"messages": [("user", "Why did the deploy fail?")]},
+        {"callbacks": [prompts]},
+        stream_mode="messages",
+    ):
+        pass
+    assert len(prompts.system) == 1  # one model call: the cut is no failure to retry
+    assert [r.reason for r in receipts] == ["degeneration"]
 
 
 @pytest.mark.filterwarnings("ignore:The v3 streaming protocol on Pregel is experimental")

@@ -114,11 +114,9 @@ def test_a_retry_middleware_inside_does_not_generate_the_loop_again(
     before = len(recordings.streams)
     result = agent.invoke({"messages": [("user", "go")]})
 
-    streams = recordings.streams[before:]
-    assert len(streams) == 3  # the call and its two retries
-    for log in streams:
-        assert log.ended.wait(timeout=30) and log.disconnected_early
-    # Each retry is cut at its first token: the watch already holds the finding.
-    assert all(log.sent < 10 for log in streams[1:])
+    # The cut is no failed call (StreamCut is not an Exception): the retry middleware lets it
+    # through, and the model is asked once.
+    [stream] = recordings.streams[before:]
+    assert stream.ended.wait(timeout=30) and stream.disconnected_early
     assert "[loopbreak: removed" in str(result["messages"][-1].content)
     assert [r.state for r in receipts] == [ReceiptState.STUCK]

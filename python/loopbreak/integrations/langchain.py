@@ -29,11 +29,15 @@ between them. The hooks, in the order a step meets them:
 Streaming: a middleware sees no stream; the model call runs inside the framework. The
 middleware adds a callback handler to the model for the call (``request.override(model=...)``
 with the model's documented ``callbacks``), which sees each token as ``on_llm_new_token`` and,
-at a finding, raises ``DegenerationDetected`` out of the model's stream, which stops it (the
-HTTP response is closed): the loop is cut within the delta in which a rule holds, and the
-middleware answers for the call with the trimmed text. LangChain logs the raised error once as a
-warning ("Error in _StreamWatch.on_llm_new_token callback"), as it does for any callback that
-raises. The model streams when the agent is streamed (``stream_mode="messages"``,
+at a finding, raises ``StreamCut`` out of the model's stream, which stops it (the HTTP response
+is closed): the loop is cut within the delta in which a rule holds, and the middleware answers
+for the call with the trimmed text and logs one line saying what repeated (WARNING, logger
+``loopbreak.integrations.langchain``). ``StreamCut`` is a ``BaseException``, as a cancellation
+is: LangChain's callback manager logs every ``Exception`` a callback raises ("Error in
+<handler>.<event> callback: ...", ``langchain_core.callbacks.manager.handle_event``) before it
+re-raises it, and lets any other exception through unlogged; and a retry or fallback middleware
+between the model and this one (``except Exception``) does not take the cut for a failed call
+and call the model again. The model streams when the agent is streamed (``stream_mode="messages"``,
 ``astream_events``) or was built with ``streaming=True``; otherwise the whole answer is checked
 when the call returns, after it was generated in full. Under LangGraph's experimental
 content-block protocol (``stream_events(version="v3")``) the model's ``_stream`` still reports
@@ -54,6 +58,7 @@ from loopbreak._extras import require_extra
 require_extra("langchain", "langchain")
 
 import json
+import logging
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -92,7 +97,6 @@ from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.agent.audit import AuditLog
 from loopbreak.agent.decision import Decision
 from loopbreak.agent.policy import PolicyConfig, StepPlan
-from loopbreak.errors import DegenerationDetected
 from loopbreak.integrations._governance import (
     AgentRun,
     AgentVerifier,
@@ -102,7 +106,9 @@ from loopbreak.integrations._governance import (
 )
 from loopbreak.streaming.guard import CONTENT, Degeneration, Guarded, Piece
 
-__all__ = ["LoopbreakMiddleware", "LoopbreakState"]
+__all__ = ["LoopbreakMiddleware", "LoopbreakState", "StreamCut"]
+
+_logger = logging.getLogger(__name__)
 
 RUN_KEY = "loopbreak_run"
 """The state key holding the run's ``AgentRun`` (private to the middleware)."""
@@ -122,20 +128,31 @@ class LoopbreakState(AgentState[Any]):
     loopbreak_run: NotRequired[Annotated[AgentRun, UntrackedValue, PrivateStateAttr]]
 
 
+class StreamCut(BaseException):
+    """Raised out of a model's stream where its output starts looping, to stop the stream; the
+    middleware that raised it answers for the model call with the trimmed text. A
+    ``BaseException``, as a cancellation is (see the module docstring): it never reaches the
+    caller, and LangChain does not log it as a callback's error."""
+
+    def __init__(self, degeneration: Degeneration) -> None:
+        super().__init__(degeneration.reason)
+        self.degeneration = degeneration
+
+
 class _StreamWatch(BaseCallbackHandler):
     """Sees one model call's tokens and stops the call where its output starts looping, by
-    raising ``DegenerationDetected`` out of the model's stream. The middleware tells the stop
-    by ``degeneration`` being set, not by the exception: a middleware between it and the model
-    may catch the error (a retry: the watch cuts the retried call at its first token)."""
+    raising ``StreamCut`` out of the model's stream. The middleware tells the stop by
+    ``degeneration`` being set, not by the exception: a middleware between it and the model
+    may catch it (then the watch cuts a retried call at its first token)."""
 
-    raise_error = True  # LangChain logs and swallows a callback's error unless this is set
+    raise_error = True  # LangChain logs and swallows a callback's Exception unless this is set
     run_inline = True  # async runs: called in order on the event loop, not in a thread
 
     def __init__(self, rules: Optional[Rules], keep: int) -> None:
         super().__init__()
         self._pending: deque[Union[BaseMessage, str]] = deque()
         self.guard = Guarded(
-            self._next_pending(), _pieces, on_degeneration="raise", rules=rules, keep=keep
+            self._next_pending(), _pieces, on_degeneration="stop", rules=rules, keep=keep
         )
         self.tokens = 0
         self.message_id: Optional[str] = None
@@ -168,10 +185,10 @@ class _StreamWatch(BaseCallbackHandler):
         else:
             return
         try:
-            next(self.guard)  # raises DegenerationDetected where a rule holds
-        except StopIteration:  # the guard stopped at a finding before: a retried call
+            next(self.guard)
+        except StopIteration:  # a finding, now or in an earlier call (a retried call)
             assert self.degeneration is not None
-            raise DegenerationDetected(self.degeneration) from None
+            raise StreamCut(self.degeneration) from None
 
 
 class LoopbreakMiddleware(AgentMiddleware[LoopbreakState, Any, Any]):
@@ -366,6 +383,7 @@ def _cut(run: AgentRun, request: ModelRequest[Any], watch: _StreamWatch) -> AIMe
     cut too). A cut stream reports no usage."""
     degeneration = watch.degeneration
     assert degeneration is not None  # the watch stops a stream only at a finding
+    _logger.warning("stopped the model's stream: %s", degeneration.reason)
     _model_answered(run, None, request.model)
     run.stream_ended(watch.guard)
     return AIMessage(content=degeneration.persist_text, id=watch.message_id)
