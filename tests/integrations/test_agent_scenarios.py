@@ -159,6 +159,7 @@ def _openai_call(index: int, arguments: dict[str, int]) -> dict[str, Any]:
     function = {"name": "add", "arguments": json.dumps(arguments)}
     return {"id": f"call-{index}", "type": "function", "function": function}
 
+
 DRIVERS: dict[str, Driver] = {
     "openai_agents": sdk,
     "pydantic_ai": pydantic_ai,

@@ -4,24 +4,24 @@ CrewAI's custom-model base (``BaseLLM``, tests/support/crewai_model.py), offline
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-
-from support.crewai_model import CHUNK, ScriptedLLM, Step, scripted
-
-from crewai import Agent, Crew, CrewOutput, Task  # noqa: I001 (after support.crewai_model)
+from crewai import Agent, Crew, CrewOutput, Task
 from crewai.hooks.dispatch import HookAborted
 from crewai.tools import tool
+from crewai.tools.tool_failure import ToolExecutionFailedError
 
 from loopbreak.agent import AuditLog, Budgets, PolicyConfig, Reason, Receipt, ReceiptState
 from loopbreak.agent.kill_switch import KILL_SWITCH_ENV
 from loopbreak.agent.policy import FINAL_STEP_NUDGE, LOCKDOWN_ENV, REFUSAL_MESSAGE
 from loopbreak.integrations._governance import LOCKDOWN_TOOL_ANSWER, AgentRun
 from loopbreak.integrations.crewai import HOOK_SOURCE, LoopbreakHooks, LoopbreakStream
+from support.crewai_model import CHUNK, ScriptedLLM, Step, scripted
 from support.recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
@@ -33,8 +33,12 @@ class Crewed:
     """One agent, one task and the tool ``add`` (which counts its runs), on a scripted model."""
 
     def __init__(
-        self, script: list[Step], *, stream: bool = False, add: Callable[..., str] | None = None,
-        **agent: Any
+        self,
+        script: list[Step],
+        *,
+        stream: bool = False,
+        add: Callable[..., str] | None = None,
+        **agent: Any,
     ) -> None:
         self.ran: list[tuple[int, int]] = []
 
@@ -52,7 +56,9 @@ class Crewed:
             tools=[tool("add")(add or add_numbers)],
             **agent,
         )
-        self.task = Task(description="Add the numbers.", expected_output="The sum.", agent=self.agent)
+        self.task = Task(
+            description="Add the numbers.", expected_output="The sum.", agent=self.agent
+        )
         self.crew = Crew(agents=[self.agent], tasks=[self.task], stream=stream)
 
     def kickoff(self, hooks: LoopbreakHooks) -> CrewOutput:
@@ -227,6 +233,38 @@ def test_a_tool_error_is_no_progress_however_it_is_worded() -> None:
 
     assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "no_progress")
     assert all(r.startswith("Error executing tool") for r in tool_results(run.messages))
+
+
+def test_a_tool_failure_crewai_raises_ends_the_run_failed_naming_the_tool() -> None:
+    def add(a: int, b: int) -> str:
+        """Adds two numbers."""
+        raise RuntimeError("the adder is down")
+
+    crew = Crewed([SAME, "3"], add=add, tool_failure_policy="raise")
+    hooks = LoopbreakHooks()
+    with pytest.raises(ToolExecutionFailedError):
+        hooks.kickoff(crew.crew)
+    _, receipt = receipt_of(hooks)
+
+    assert (receipt.state, receipt.reason) == (ReceiptState.FAILED, "tool_failure")
+    assert "add" in json.dumps(receipt.to_dict())
+
+
+def test_after_a_stop_the_next_task_of_the_crew_raises_at_its_first_model_call() -> None:
+    crew = Crewed([SAME] * 4 + ["3"])
+    crew.crew.tasks.append(
+        Task(description="Check the sum.", expected_output="Yes or no.", agent=crew.agent)
+    )
+    hooks = LoopbreakHooks()
+    with pytest.raises(HookAborted) as raised:
+        hooks.kickoff(crew.crew)
+    run, receipt = receipt_of(hooks)
+
+    assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "loop_detected")
+    assert run.stop is not None and raised.value.reason == run.stop.message
+    first = crew.crew.tasks[0].output
+    assert first is not None and first.raw == run.stop.message
+    assert crew.llm.answered == 4  # nothing asked of the model after the stop
 
 
 def test_every_kickoff_gets_a_fresh_policy_and_its_own_receipt() -> None:

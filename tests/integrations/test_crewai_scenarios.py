@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from support.agent_scenarios import PROMPT, SCENARIOS, Adder, Outcome, Scenario, check
-from support.crewai_model import scripted
-
-from crewai import Agent, Crew, Task  # noqa: I001 (after support.crewai_model: offline first)
+from crewai import Agent, Crew, Task
 from crewai.tools import tool
 
 from loopbreak.integrations.crewai import LoopbreakHooks, LoopbreakStream
+from support.agent_scenarios import PROMPT, SCENARIOS, Adder, Outcome, Scenario, check
+from support.crewai_model import scripted
 
 
 def crewai(scenario: Scenario, adder: Adder) -> Outcome:

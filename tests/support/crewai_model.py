@@ -1,5 +1,6 @@
 """CrewAI offline for tests: its telemetry, tracing and version check turned off and its files
-kept out of ``~`` (``OFFLINE``, applied when this module is imported, before crewai is), and a
+kept out of ``~`` (``OFFLINE``, applied when this module is imported, before crewai is: the
+tests' conftest.py imports it first wherever crewai is installed), and a
 scripted model on CrewAI's documented base for custom models (``crewai.llms.base_llm.BaseLLM``)
 that answers as CrewAI's own providers do: native tool calls while tools are offered, text
 otherwise, streamed chunks when CrewAI asks for a stream, token usage, the LLM-layer hooks."""
@@ -30,8 +31,8 @@ os.environ.update(
     CREWAI_STORAGE_DIR="loopbreak-tests",
 )
 
-from crewai.llms.base_llm import BaseLLM, llm_call_context  # noqa: E402
 from crewai.events.types.llm_events import LLMCallType  # noqa: E402
+from crewai.llms.base_llm import BaseLLM, llm_call_context  # noqa: E402
 
 Step = Union[dict[str, Any], str]  # a call of the tool ``add`` with these arguments, or text
 CHUNK = 8  # characters per streamed chunk

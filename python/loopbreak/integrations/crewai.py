@@ -258,7 +258,9 @@ class _Run:
             if call is None:
                 return None  # not a call this run's before_tool saw
             if call.answer is None:
-                failed = call.errors_before is not None and ctx.task.tools_errors > call.errors_before
+                failed = (
+                    call.errors_before is not None and ctx.task.tools_errors > call.errors_before
+                )
                 self.governed.record_tool_result(ctx.tool_name, ctx.tool_result, failed=failed)
             self._calls_done += 1
             if self._step_calls is not None and self._calls_done >= self._step_calls:
