@@ -7,8 +7,9 @@ import importlib.util
 import json
 import socket
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import pytest
 from crewai import Agent, Crew, CrewOutput, Task
@@ -25,8 +26,8 @@ from support.crewai_model import CHUNK, ScriptedLLM, Step, scripted
 from support.recorded import RECORDED
 
 LOOP = RECORDED["d10-greedy"].text  # a real greedy loop of SmolLM2-135M
-SAME = {"a": 1, "b": 2}
-COUNTING = [{"a": n, "b": 1} for n in range(10)]
+SAME: Step = {"a": 1, "b": 2}
+COUNTING: list[Step] = [{"a": n, "b": 1} for n in range(10)]
 
 
 class Crewed:
@@ -73,7 +74,7 @@ def receipt_of(hooks: LoopbreakHooks) -> tuple[AgentRun, Receipt]:
     return run, run.receipt
 
 
-def tool_results(messages: list[dict[str, Any]]) -> list[str]:
+def tool_results(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return [str(m["content"]) for m in messages if m["role"] == "tool"]
 
 
@@ -295,7 +296,7 @@ def test_the_options_are_checked_and_kickoff_takes_a_crew() -> None:
     with pytest.raises(TypeError, match="config"):
         LoopbreakHooks(config={"max_steps": 3})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="crewai.Crew"):
-        LoopbreakHooks().kickoff(object())  # type: ignore[arg-type]
+        LoopbreakHooks().kickoff(cast(Any, object()))
 
 
 def test_a_governed_kickoff_looks_up_no_host(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,9 +6,9 @@ last answer and audit log."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union

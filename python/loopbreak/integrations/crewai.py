@@ -61,6 +61,7 @@ from crewai.hooks.llm_hooks import LLMCallHookContext
 from crewai.hooks.tool_hooks import ToolCallHookContext
 from crewai.tools.tool_failure import ToolExecutionFailedError
 from crewai.types.streaming import CrewStreamingOutput, StreamChunk
+from crewai.utilities.types import LLMMessage
 
 from loopbreak._core import DEFAULT_KEEP, Rules
 from loopbreak.agent.audit import AuditLog
@@ -124,6 +125,7 @@ class LoopbreakHooks:
                 run.ended_with(error)
                 raise
         run.completed()
+        assert isinstance(output, CrewOutput)  # what a crew that does not stream returns
         return output
 
 
@@ -176,7 +178,7 @@ class _Run:
         self._lock = threading.Lock()
         self._executor: Any = None  # the agent executor that made the last model call
         self._planned: Optional[StepPlan] = None  # the step planned when the tools' step ended
-        self._note: Optional[dict[str, str]] = None  # the step's note in the executor's messages
+        self._note: Optional[LLMMessage] = None  # the step's note in the executor's messages
         self._calls: dict[int, _Call] = {}  # by the id of the call's tool_input dict
         self._step_calls: Optional[int] = None  # tool calls the model asked for in this step
         self._calls_done = 0
@@ -209,7 +211,7 @@ class _Run:
         messages = ctx.messages
         if self._note is not None and any(message is self._note for message in messages):
             messages.remove(self._note)  # the note of the previous step
-        self._note = {"role": "user", "content": plan.addendum} if plan.addendum else None
+        self._note = LLMMessage(role="user", content=plan.addendum) if plan.addendum else None
         if self._note is not None:
             messages.append(self._note)
 
@@ -258,8 +260,11 @@ class _Run:
             if call is None:
                 return None  # not a call this run's before_tool saw
             if call.answer is None:
+                task = ctx.task
                 failed = (
-                    call.errors_before is not None and ctx.task.tools_errors > call.errors_before
+                    task is not None
+                    and call.errors_before is not None
+                    and task.tools_errors > call.errors_before
                 )
                 self.governed.record_tool_result(ctx.tool_name, ctx.tool_result, failed=failed)
             self._calls_done += 1
