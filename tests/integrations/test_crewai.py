@@ -236,6 +236,18 @@ def test_a_tool_error_is_no_progress_however_it_is_worded() -> None:
     assert all(r.startswith("Error executing tool") for r in tool_results(run.messages))
 
 
+def test_calls_of_one_answer_run_in_parallel_and_the_step_ends_when_all_returned() -> None:
+    crew = Crewed([[SAME, SAME]] * 3 + ["3"])  # CrewAI runs two calls of one answer in threads
+    hooks = LoopbreakHooks()
+    output = crew.kickoff(hooks)
+    run, receipt = receipt_of(hooks)
+
+    assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "loop_detected")
+    assert crew.ran == [(1, 2)] * 3 and crew.llm.answered == 2
+    assert run.stop is not None and output.raw == run.stop.message
+    assert sorted(tool_results(run.messages)) == sorted(["3"] * 3 + [run.stop.message])
+
+
 def test_a_tool_failure_crewai_raises_ends_the_run_failed_naming_the_tool() -> None:
     def add(a: int, b: int) -> str:
         """Adds two numbers."""

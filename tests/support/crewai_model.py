@@ -34,7 +34,8 @@ os.environ.update(
 from crewai.events.types.llm_events import LLMCallType  # noqa: E402
 from crewai.llms.base_llm import BaseLLM, llm_call_context  # noqa: E402
 
-Step = Union[dict[str, Any], str]  # a call of the tool ``add`` with these arguments, or text
+# A call of the tool ``add`` with these arguments, several calls in one answer, or text.
+Step = Union[dict[str, Any], list[dict[str, Any]], str]
 CHUNK = 8  # characters per streamed chunk
 
 
@@ -78,10 +79,13 @@ class ScriptedLLM(BaseLLM):
             step = self.script[self.answered]
             self.answered += 1
             prompt = sum(len(str(message.get("content") or "")) for message in messages)
-            if isinstance(step, dict):
-                arguments = json.dumps(step)
-                self._used(prompt, len(arguments))
-                calls = [_tool_call(f"call-{self.answered}", self.tool, arguments)]
+            if not isinstance(step, str):
+                asked = [json.dumps(call) for call in ([step] if isinstance(step, dict) else step)]
+                self._used(prompt, sum(len(arguments) for arguments in asked))
+                calls = [
+                    _tool_call(f"call-{self.answered}-{index}", self.tool, arguments)
+                    for index, arguments in enumerate(asked)
+                ]
                 self._emit_call_completed_event(
                     calls, LLMCallType.TOOL_CALL, from_task, from_agent, messages
                 )

@@ -202,6 +202,9 @@ class _Run:
             self._outside_executor()
             return
         self._executor = ctx.executor
+        # A model call begins a step: the tool calls counted are those of its answer (a call
+        # whose arguments were no JSON never reached the tool hooks).
+        self._step_calls, self._calls_done = None, 0
         plan, self._planned = self._planned, None
         if plan is None:
             self._sync_usage()
@@ -241,7 +244,7 @@ class _Run:
         governed = self.governed
         with self._lock:
             if self._step_calls is None:
-                self._step_calls = _calls_asked(self._executor)
+                self._step_calls = _calls_asked(_executor_of(ctx))
             plan = governed.plan
             answer: Optional[str] = None
             if plan is not None and not plan.tools_enabled and not plan.decision.stopped:
@@ -269,17 +272,16 @@ class _Run:
                 self.governed.record_tool_result(ctx.tool_name, ctx.tool_result, failed=failed)
             self._calls_done += 1
             if self._step_calls is not None and self._calls_done >= self._step_calls:
-                self._tools_step_ended()
+                self._tools_step_ended(_executor_of(ctx))
         return call.answer  # what the model reads instead of the blocked call's result
 
-    def _tools_step_ended(self) -> None:
+    def _tools_step_ended(self, executor: Any) -> None:
         """Every tool call of the step returned: the step ends and the next is planned. A
         stop finishes the agent's execution with the stop message as its final answer."""
         self._step_calls, self._calls_done = None, 0
         self._sync_usage()
         plan = self.governed.begin_step()
         self._planned = plan
-        executor = self._executor
         if plan.decision.stopped and executor is not None:
             message = self.governed.user_message()
             executor.state.current_answer = AgentFinish(thought="", output=message, text=message)
@@ -329,6 +331,11 @@ class _Run:
         self.governed.messages = self.history()
         self.governed.failed(error, where=where)
         self.governed.finish()
+
+
+def _executor_of(ctx: ToolCallHookContext) -> Any:
+    """The executor of the agent whose tool call this is (None outside a crew's agent)."""
+    return getattr(ctx.agent, "agent_executor", None)
 
 
 def _calls_asked(executor: Any) -> int:
