@@ -237,7 +237,8 @@ def test_a_tool_error_is_no_progress_however_it_is_worded() -> None:
 
 
 def test_calls_of_one_answer_run_in_parallel_and_the_step_ends_when_all_returned() -> None:
-    crew = Crewed([[SAME, SAME]] * 3 + ["3"])  # CrewAI runs two calls of one answer in threads
+    both: Step = [{"a": 1, "b": 2}, {"a": 1, "b": 2}]  # CrewAI runs them in two threads
+    crew = Crewed([both] * 3 + ["3"])
     hooks = LoopbreakHooks()
     output = crew.kickoff(hooks)
     run, receipt = receipt_of(hooks)

@@ -212,8 +212,10 @@ class _Run:
         if plan.decision.stopped:
             raise HookAborted(self.governed.user_message(), source=HOOK_SOURCE)
         messages = ctx.messages
-        if self._note is not None and any(message is self._note for message in messages):
-            messages.remove(self._note)  # the note of the previous step
+        for index, message in enumerate(messages):
+            if message is self._note:  # the previous step's note (by identity: a user's
+                del messages[index]  # message may have the same words)
+                break
         self._note = LLMMessage(role="user", content=plan.addendum) if plan.addendum else None
         if self._note is not None:
             messages.append(self._note)
