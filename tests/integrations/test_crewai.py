@@ -13,6 +13,7 @@ from typing import Any, Callable, cast
 
 import pytest
 from crewai import Agent, Crew, CrewOutput, Task
+from crewai.agents.crew_agent_executor import CrewAgentExecutor
 from crewai.hooks.dispatch import HookAborted
 from crewai.tools import tool
 from crewai.tools.tool_failure import ToolExecutionFailedError
@@ -247,6 +248,18 @@ def test_calls_of_one_answer_run_in_parallel_and_the_step_ends_when_all_returned
     assert crew.ran == [(1, 2)] * 3 and crew.llm.answered == 2
     assert run.stop is not None and output.raw == run.stop.message
     assert sorted(tool_results(run.messages)) == sorted(["3"] * 3 + [run.stop.message])
+
+
+def test_under_crewais_deprecated_executor_a_stop_raises_at_the_next_model_call() -> None:
+    crew = Crewed([SAME] * 5 + ["3"], executor_class=CrewAgentExecutor)
+    hooks = LoopbreakHooks()
+    with pytest.raises(HookAborted) as raised:
+        hooks.kickoff(crew.crew)
+    run, receipt = receipt_of(hooks)
+
+    assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "loop_detected")
+    assert run.stop is not None and raised.value.reason == run.stop.message
+    assert crew.ran == [(1, 2)] * 3 and crew.llm.answered == 4
 
 
 def test_a_tool_failure_crewai_raises_ends_the_run_failed_naming_the_tool() -> None:

@@ -284,10 +284,13 @@ class _Run:
         self._sync_usage()
         plan = self.governed.begin_step()
         self._planned = plan
-        if plan.decision.stopped and executor is not None:
+        # The default executor (AgentExecutor) keeps its answer in ``state``; another (the
+        # deprecated CrewAgentExecutor) has none to set: its next model call raises the stop.
+        state = getattr(executor, "state", None)
+        if plan.decision.stopped and state is not None:
             message = self.governed.user_message()
-            executor.state.current_answer = AgentFinish(thought="", output=message, text=message)
-            executor.state.is_finished = True
+            state.current_answer = AgentFinish(thought="", output=message, text=message)
+            state.is_finished = True
             self._stop_answered = True
 
     # Usage and the end of the run.
