@@ -137,6 +137,44 @@ def test_a_looping_answer_is_trimmed_in_the_output_and_the_history() -> None:
     assert kept is not None and kept.messages[-1]["content"] == trimmed
 
 
+def test_a_looping_tool_argument_is_cut_and_the_tool_never_runs() -> None:
+    written: list[str] = []
+
+    def note(text: str) -> str:
+        """Keeps a note."""
+        written.append(text)
+        return "noted"
+
+    crew = Crewed([{"text": LOOP}, "done"], add=note)
+    hooks = LoopbreakHooks()
+    output = crew.kickoff(hooks)
+    run, receipt = receipt_of(hooks)
+
+    assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "degeneration")
+    assert written == [] and crew.llm.answered == 1
+    assert run.stop is not None and output.raw == run.stop.message
+    assert tool_results(run.messages) == [run.stop.message]
+
+
+def test_a_looping_tool_argument_on_a_recovery_turn_is_answered_with_the_nudge() -> None:
+    written: list[str] = []
+
+    def note(text: str) -> str:
+        """Keeps a note."""
+        written.append(text)
+        return "noted"
+
+    crew = Crewed([{"text": LOOP}, {"text": "Door locked."}, "done"], add=note)
+    hooks = LoopbreakHooks(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+    output = crew.kickoff(hooks)
+    run, receipt = receipt_of(hooks)
+
+    assert receipt.state is ReceiptState.VERIFIED_COMPLETE and output.raw == "done"
+    assert written == ["Door locked."]
+    nudge = tool_results(run.messages)[0]
+    assert nudge.startswith("Your last answer was cut")
+
+
 def test_a_streamed_loop_reaches_the_reader_whole_and_only_the_answer_is_trimmed() -> None:
     """The documented gap: CrewAI's chunks are a side channel of a call that returns the whole
     answer, so the stream is not cut; the answer the crew keeps and returns is trimmed."""

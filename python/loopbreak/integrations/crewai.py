@@ -11,10 +11,12 @@ kickoffs and the application's own global hooks stay apart):
   decided only here (the run's first model call, or one the tool hooks below did not see end a
   step) raises ``HookAborted``: CrewAI lets it through without retrying, and
   ``kickoff`` raises it (its ``reason`` is the stop message).
-- ``PRE_TOOL_CALL``: the repeated-action and tool-call checks on the model's arguments, before
-  the tool runs. A stopped call (or, with ``PolicyConfig.recovery_turn``, a refused repeat, or
-  any call on a final step under lockdown) is blocked; ``POST_TOOL_CALL`` answers it with the
-  decision's message, which is what the model reads as the call's result.
+- ``PRE_TOOL_CALL``: the call's arguments through the answer guard (CrewAI calls no
+  ``POST_MODEL_CALL`` for tool calls), then the repeated-action and tool-call checks on them,
+  before the tool runs. A call whose arguments loop, a stopped call (or, with
+  ``PolicyConfig.recovery_turn``, a refused repeat, or any call on a final step under lockdown)
+  is blocked; ``POST_TOOL_CALL`` answers it with the decision's message (or the recovery turn's
+  nudge), which is what the model reads as the call's result.
 - ``POST_TOOL_CALL``: each result is the step's progress, except a tool that raised (CrewAI
   hands the model "Error executing tool: ..." and counts the error on the task:
   ``task.tools_errors`` grew during the call), a failed result, no progress. When the last call
@@ -49,6 +51,7 @@ from loopbreak._extras import require_extra
 
 require_extra("crewai", "crewai")
 
+import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -249,7 +252,13 @@ class _Run:
                 self._step_calls = _calls_asked(_executor_of(ctx))
             plan = governed.plan
             answer: Optional[str] = None
-            if plan is not None and not plan.tools_enabled and not plan.decision.stopped:
+            # CrewAI calls no POST_MODEL_CALL for an answer of tool calls: their arguments are
+            # checked here, before the call runs.
+            if governed.check_answer(ctx, _argument_pieces) is not None:
+                # A cut call never runs: the model reads the nudge of a recovery turn, or the
+                # stop message (the step then ends the run).
+                answer = governed.take_nudge() or governed.user_message()
+            elif plan is not None and not plan.tools_enabled and not plan.decision.stopped:
                 answer = LOCKDOWN_TOOL_ANSWER
             else:
                 decision = governed.check_tool(ctx.tool_name, ctx.tool_input)
@@ -354,3 +363,10 @@ def _calls_asked(executor: Any) -> int:
 
 def _answer_pieces(answer: str) -> Iterator[Piece]:
     yield Piece(CONTENT, answer)
+
+
+def _argument_pieces(ctx: ToolCallHookContext) -> Iterator[Piece]:
+    """A tool call's arguments as the model wrote them, give or take JSON whitespace (CrewAI
+    hands the hook the parsed dict)."""
+    arguments = json.dumps(ctx.tool_input, ensure_ascii=False, default=str)
+    yield Piece(f"tool_calls[{ctx.tool_name}].arguments", arguments, ctx.tool_name)
