@@ -284,8 +284,9 @@ def test_calls_of_one_answer_run_in_parallel_and_the_step_ends_when_all_returned
 
     assert (receipt.state, receipt.reason) == (ReceiptState.STUCK, "loop_detected")
     assert crew.ran == [(1, 2)] * 3 and crew.llm.answered == 2
-    assert run.stop is not None and output.raw == run.stop.message
-    assert sorted(tool_results(run.messages)) == sorted(["3"] * 3 + [run.stop.message])
+    stop = run.user_message()
+    assert stop and output.raw == stop
+    assert sorted(tool_results(run.messages)) == sorted(["3"] * 3 + [stop])
 
 
 def test_under_crewais_deprecated_executor_a_stop_raises_at_the_next_model_call() -> None:
