@@ -40,6 +40,7 @@ test: install lint test-rust test-python test-envs e2e
 # the tests it runs (an environment without tests holds a server another test starts). Each
 # lives in .venv-NAME, made on first use and brought up to date on every run.
 ENVS := $(basename $(notdir $(wildcard tests/envs/*.txt)))
+ENV_TESTS_crewai := tests/integrations/test_crewai.py tests/integrations/test_crewai_scenarios.py
 ENV_WHEELS := target/env-wheel
 ENV_TESTS_google-adk := tests/integrations/test_google_adk.py tests/integrations/test_google_adk_scenarios.py
 

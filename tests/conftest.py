@@ -17,10 +17,15 @@ from loopbreak.agent.policy import LOCKDOWN_ENV
 # the processes the tests start (the LiteLLM proxy).
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
+# CrewAI sends telemetry and writes under ~ unless told not to, and reads some of its settings
+# when imported: where it is installed, its offline settings go in before any test imports it.
+if importlib.util.find_spec("crewai") is not None:
+    import support.crewai_model  # noqa: F401
+
 # Tests of libraries that the `test` extra does not always install: the agent frameworks need a
-# newer Python than loopbreak does, and the engines (torch, llama-cpp-python) come only with
-# `make e2e`; google-adk is tested in an environment of its own (tests/envs/). Where the library is
-# missing their modules are not collected.
+# newer Python than loopbreak does, the engines (torch, llama-cpp-python) come only with
+# `make e2e`, and google-adk and CrewAI are tested in environments of their own (tests/envs/).
+# Where the library is missing their modules are not collected.
 ADAPTER_TESTS = {
     "pydantic_ai": ["integrations/test_pydantic_ai.py"],
     "agents": ["integrations/test_openai_agents.py"],
@@ -28,6 +33,7 @@ ADAPTER_TESTS = {
         "integrations/test_google_adk.py",
         "integrations/test_google_adk_scenarios.py",
     ],
+    "crewai": ["integrations/test_crewai.py", "integrations/test_crewai_scenarios.py"],
     "torch": ["e2e/test_engine_transformers.py"],
     "llama_cpp": ["e2e/test_engine_llama_cpp.py"],
 }
