@@ -4,8 +4,8 @@
 (``AsyncGuarded`` with ``Endpoint.event_pieces``, in ``app``) passes each event on unchanged
 until a rule holds, then closes the upstream response, which is what makes the model server
 stop generating. ``relay`` yields the events' text for the client, then the stop events or,
-when the upstream failed mid-stream, one OpenAI-shaped error event (the ``openai`` client
-raises it as an ``APIError``).
+when the upstream failed mid-stream, one error event in the endpoint's API's shape (which the
+``openai`` and ``anthropic`` clients raise).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 import httpx
 
@@ -83,20 +83,11 @@ def error_kind(error: BaseException) -> str:
     return "transport"
 
 
-def error_body(kind: str, message: str) -> dict[str, Any]:
-    """An error in the OpenAI API's shape, as the proxy answers its own failures."""
-    return {
-        "error": {"message": f"loopbreak proxy: {message}", "type": "upstream_error", "code": kind}
-    }
-
-
 @dataclass
 class StreamEnds:
-    """The first and last decoded events (templates for the stop event) and the finish
-    reasons the upstream reported."""
+    """How a relayed stream ended: the finish reasons the upstream reported, and the kind of
+    its failure if it failed."""
 
-    first: Json = None
-    last: Json = None
     finish_reasons: tuple[str, ...] = ()
     error: Optional[str] = None
 
@@ -107,12 +98,11 @@ async def relay(
     ends: StreamEnds,
     on_error: Callable[[str], None],
 ) -> AsyncIterator[str]:
+    view = endpoint.stream_view()
     try:
         async for event in guarded:
             if event.data is not None:
-                if ends.first is None:
-                    ends.first = event.data
-                ends.last = event.data
+                view.see(event.data)
                 reasons = endpoint.finish_reasons(event.data)
                 if reasons:
                     ends.finish_reasons = tuple(reasons)
@@ -121,9 +111,9 @@ async def relay(
         kind = error_kind(error)
         ends.error = kind
         on_error(kind)
-        yield f"data: {json.dumps(error_body(kind, str(error) or type(error).__name__))}\n\n"
+        yield endpoint.errors.event(kind, str(error) or type(error).__name__)
         return
     degeneration = guarded.degeneration
     if guarded.status == "degenerate" and degeneration is not None:
-        for text in endpoint.stop_events(ends.first, ends.last, loop_member(degeneration)):
+        for text in view.stop_events(loop_member(degeneration)):
             yield text
