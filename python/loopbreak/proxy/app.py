@@ -6,7 +6,7 @@ A guarded ``POST`` with ``"stream": true`` is relayed event by event through the
 (``sse``); one without is read whole, checked by the same guard, and trimmed if it loops. Every
 other request, a body that is not a JSON object, and any answer that is not a 200 pass through
 unchanged: status, headers (auth included) and body bytes. When the client goes, the upstream
-response is closed at once. The errors the proxy answers itself are in the shape of the API the
+response is closed at its next event, by the task that reads it (``sse.UpstreamEvents``). The errors the proxy answers itself are in the shape of the API the
 request speaks (``error_shape``).
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Iterable
 from typing import Any, Callable, Optional, Union
 
 import httpx
@@ -36,7 +36,14 @@ from loopbreak.proxy.formats import (
 )
 from loopbreak.proxy.messages import ANTHROPIC_ERRORS, MESSAGES
 from loopbreak.proxy.metrics import ProxyMetrics
-from loopbreak.proxy.sse import Event, StreamEnds, UpstreamEvents, error_kind, relay
+from loopbreak.proxy.sse import (
+    Event,
+    StreamEnds,
+    UpstreamBytes,
+    UpstreamEvents,
+    error_kind,
+    relay,
+)
 from loopbreak.store import Database
 from loopbreak.streaming.guard import AsyncGuarded, Guarded, Piece
 from loopbreak.streaming.persist import save_result
@@ -88,17 +95,18 @@ def _headers(headers: Iterable[tuple[str, str]], drop: frozenset[str]) -> dict[s
 
 
 class _ClosingStream(StreamingResponse):
-    """A StreamingResponse that closes the upstream as soon as the client is gone, and runs
-    ``on_close`` however the response ends: finished, failed, or the client gone.
+    """A StreamingResponse that stops reading the upstream as soon as the client is gone, and
+    runs ``on_close`` however the response ends: finished, failed, or the client gone.
 
     Starlette notices a client leaving and cancels the response's task, but with a few hundred
     streams open that cancellation can take seconds to arrive (the upstream model keeps
-    generating meanwhile); ``on_disconnect`` closes the upstream from the task that saw the
-    client leave, and the relay then ends on its own."""
+    generating meanwhile); ``on_disconnect`` tells the upstream's reader to stop from the task
+    that saw the client leave, and the reader closes the upstream at its next event
+    (``sse.UpstreamEvents``, ``sse.UpstreamBytes``)."""
 
     def __init__(
         self,
-        content: AsyncIterator[Any],
+        content: AsyncIterable[Any],
         status_code: int,
         headers: dict[str, str],
         on_disconnect: Callable[[], Awaitable[None]],
@@ -242,9 +250,8 @@ class Proxy:
             self.metrics.upstream_error("status")
         self.metrics.request(endpoint, str(upstream.status_code))
         headers = _headers(upstream.headers.multi_items(), _HOP_BY_HOP - {"content-length"})
-        return _ClosingStream(
-            upstream.aiter_raw(), upstream.status_code, headers, upstream.aclose, upstream.aclose
-        )
+        body = UpstreamBytes(upstream)
+        return _ClosingStream(body, upstream.status_code, headers, body.aclose, body.aclose)
 
     def _guard_stream(
         self, path: str, endpoint: Endpoint, upstream: httpx.Response, span: RequestSpan

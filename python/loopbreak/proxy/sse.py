@@ -11,7 +11,7 @@ when the upstream failed mid-stream, one error event in the endpoint's API's sha
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -49,26 +49,71 @@ def _event(lines: list[str]) -> Event:
 
 class UpstreamEvents:
     """An upstream's streamed response as ``Event`` objects; ``aclose()`` closes the response
-    (the connection goes, so the server sees its client leave)."""
+    (the connection goes, so the server sees its client leave).
+
+    The response is closed only by the task that reads it: httpx's byte stream is an async
+    generator, and closing the response from another task while the reader waits inside it
+    left that generator to be finalised half-run ("async generator already executing", an
+    unraisable exception). So ``aclose()`` from another task, while the events are being read
+    (the client left: ``AsyncGuarded.aclose`` from the task that saw it go), leaves the close to
+    the reader: the guard, told to stop, ends at the upstream's next event and closes the
+    events, which closes the response."""
 
     def __init__(self, response: httpx.Response) -> None:
         self._response = response
+        self._reader: Optional[AsyncGenerator[Event, None]] = None
 
     def __aiter__(self) -> AsyncIterator[Event]:
-        return self._events()
+        self._reader = self._events()
+        return self._reader
 
-    async def _events(self) -> AsyncIterator[Event]:
-        lines: list[str] = []
-        async for line in self._response.aiter_lines():
-            if line:
-                lines.append(line)
-            elif lines:
+    async def _events(self) -> AsyncGenerator[Event, None]:
+        try:
+            lines: list[str] = []
+            async for line in self._response.aiter_lines():
+                if line:
+                    lines.append(line)
+                elif lines:
+                    yield _event(lines)
+                    lines = []
+            if lines:
                 yield _event(lines)
-                lines = []
-        if lines:
-            yield _event(lines)
+        finally:
+            await self._response.aclose()
 
     async def aclose(self) -> None:
+        if self._reader is not None and self._reader.ag_running:
+            return  # another task is reading: it closes the response when it stops
+        await self._response.aclose()
+
+
+class UpstreamBytes:
+    """An upstream's response body as it comes, to relay unchanged; closed like
+    ``UpstreamEvents``, by the task that reads it: ``aclose()`` from another task while it is
+    read makes the reader stop at the next bytes and close the response."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self._reader: Optional[AsyncGenerator[bytes, None]] = None
+        self._leaving = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self._reader = self._chunks()
+        return self._reader
+
+    async def _chunks(self) -> AsyncGenerator[bytes, None]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                if self._leaving:
+                    return
+                yield chunk
+        finally:
+            await self._response.aclose()
+
+    async def aclose(self) -> None:
+        if self._reader is not None and self._reader.ag_running:
+            self._leaving = True
+            return
         await self._response.aclose()
 
 
