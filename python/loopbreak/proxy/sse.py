@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
+from types import AsyncGeneratorType
 from typing import Callable, Optional
 
 import httpx
@@ -82,7 +83,7 @@ class UpstreamEvents:
             await self._response.aclose()
 
     async def aclose(self) -> None:
-        if self._reader is not None and self._reader.ag_running:
+        if isinstance(self._reader, AsyncGeneratorType) and self._reader.ag_running:
             return  # another task is reading: it closes the response when it stops
         await self._response.aclose()
 
@@ -111,7 +112,7 @@ class UpstreamBytes:
             await self._response.aclose()
 
     async def aclose(self) -> None:
-        if self._reader is not None and self._reader.ag_running:
+        if isinstance(self._reader, AsyncGeneratorType) and self._reader.ag_running:
             self._leaving = True
             return
         await self._response.aclose()
