@@ -74,7 +74,10 @@ def _event_pieces(data: Json) -> Iterable[Piece]:
     event_class = _TEXT_EVENTS.get(event_type) if isinstance(event_type, str) else None
     if event_class is None or not isinstance(data.get("delta", data.get("content_block")), dict):
         return ()
-    return message_pieces(event_class.construct(**data))
+    # An event built without validation: a delta whose text is missing (not the API's shape)
+    # has no text to read.
+    pieces = message_pieces(event_class.construct(**data))
+    return [piece for piece in pieces if isinstance(piece.delta, str)]
 
 
 def _blocks(message: Json) -> list[Any]:
