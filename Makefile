@@ -104,8 +104,9 @@ bench: install
 	$(PYTHON) benches/compare.py
 
 # A real small model end to end: SmolLM2-135M served by llama-cpp-python on localhost, streamed
-# through the OpenAI adapter, and loaded in-process by llama-cpp-python and by transformers (torch
-# on CPU: ~3.0 GB downloaded, ~3 min cold) for the engine integrations.
+# through the OpenAI adapter and `loopbreak proxy` (on the Anthropic Messages API, behind LiteLLM's
+# proxy server from the environment anthropic-gateway), and loaded in-process by llama-cpp-python
+# and by transformers (torch on CPU: ~3.0 GB downloaded, ~3 min cold) for the engine integrations.
 #
 # llama-cpp-python is built from source, and the build must not depend on what pip's cache holds:
 # pip keeps each wheel it builds keyed by the source archive only, not by CMAKE_ARGS, and reuses
@@ -129,7 +130,7 @@ $(LLAMA_CPP_WHEELS): | $(MAKE_VENV)
 	printf '%s\n' '$(LLAMA_CPP_CMAKE_ARGS)' > "$$partial/CMAKE_ARGS" && \
 	{ mv -T "$$partial" '$@' 2>/dev/null || rm -rf "$$partial"; }
 
-e2e: $(LLAMA_CPP_WHEELS)
+e2e: $(LLAMA_CPP_WHEELS) env-anthropic-gateway
 	$(PIP) install -q --force-reinstall --no-deps '$(LLAMA_CPP_WHEELS)'/llama_cpp_python-*.whl
 	$(PIP) install -q -e '.[test,e2e]'
 	$(PYTHON) -m pytest -q -m e2e tests/e2e

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -32,6 +33,7 @@ from loopbreak.telemetry import (
     RUN_RECEIPT_STATE,
     RUN_STOP_REASON,
 )
+from support import proxy_upstream
 from support.recorded import RECORDED
 
 from .conftest import client
@@ -87,6 +89,24 @@ def test_proxy_request_spans_show_the_stop(proxy: str, spans: InMemorySpanExport
     _check_loop_event(stopped, RECORDED[LOOP].text)
     assert clean.attributes is not None
     assert clean.attributes[GEN_AI_RESPONSE_FINISH_REASONS] == ("stop",)
+    assert not clean.events
+
+
+def test_messages_request_spans_show_the_stop(proxy: str, spans: InMemorySpanExporter) -> None:
+    messages = anthropic.Anthropic(
+        base_url=proxy, api_key=proxy_upstream.API_KEY, max_retries=0
+    ).messages
+    ask: Any = {"max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+    list(messages.create(model=f"text:{LOOP}", stream=True, **ask))
+    messages.create(model=f"text:{CLEAN}", **ask)
+    # The anthropic SDK makes spans of its own (which read the stop reason as sent, too).
+    stopped, clean = (
+        span for span in spans.get_finished_spans() if not span.name.startswith("anthropic.")
+    )
+    assert stopped.name == f"chat text:{LOOP}"
+    _check_loop_event(stopped, RECORDED[LOOP].text)
+    assert clean.attributes is not None
+    assert clean.attributes[GEN_AI_RESPONSE_FINISH_REASONS] == ("end_turn",)
     assert not clean.events
 
 

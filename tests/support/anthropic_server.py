@@ -7,7 +7,8 @@ block whose input JSON has the recording as its ``content``). E.g.
 ``"thinking:d10-greedy+text:d08-greedy"`` is a reply whose thinking loops before a clean
 answer. The events are the ones the Anthropic API sends, in its order, with ``ping`` events
 between them as it does; deltas are token-sized and spaced like a live model by
-``recorded_server.streaming_endpoint``, which logs every stream.
+``recorded_server.streaming_endpoint``, which logs every stream. ``message_answer`` is the same
+reply whole, as the API answers a request without ``"stream": true``.
 """
 
 from __future__ import annotations
@@ -57,8 +58,15 @@ def message_events(model: str) -> list[str]:
     return list(_message_events(model))
 
 
-def _message_events(model: str) -> Iterator[str]:
-    message: dict[str, Any] = {
+def _blocks(model: str) -> list[tuple[str, str]]:
+    """The reply's blocks: (kind, recording id) each."""
+    model = model.partition("#")[0]  # a "#tag" tells concurrent streams apart in the log
+    blocks = (model if ":" in model else DEFAULT_BLOCKS).split("+")
+    return [(kind, recording_id) for kind, _, recording_id in (b.partition(":") for b in blocks)]
+
+
+def _message(model: str) -> dict[str, Any]:
+    return {
         "id": "msg_1",
         "type": "message",
         "role": "assistant",
@@ -68,11 +76,32 @@ def _message_events(model: str) -> Iterator[str]:
         "stop_sequence": None,
         "usage": {"input_tokens": 25, "output_tokens": 1},
     }
-    yield _event({"type": "message_start", "message": message})
+
+
+def message_answer(model: str) -> dict[str, Any]:
+    """The reply whole, as a request without ``"stream": true`` gets it."""
+    message = _message(model)
+    for kind, recording_id in _blocks(model):
+        text = _block_text(kind, recording_id)
+        start, _, field = _BLOCKS[kind]
+        if kind == "thinking":
+            block = {**start, field: text, "signature": "c2lnbmF0dXJl"}
+        elif kind == "tool":
+            block = {**start, "input": json.loads(text)}
+        else:
+            block = {**start, field: text}
+        message["content"].append(block)
+    message["stop_reason"] = "tool_use" if _blocks(model)[-1][0] == "tool" else "end_turn"
+    output_tokens = sum(len(token_deltas(_block_text(*block))) for block in _blocks(model))
+    message["usage"] = {"input_tokens": 25, "output_tokens": output_tokens}
+    return message
+
+
+def _message_events(model: str) -> Iterator[str]:
+    yield _event({"type": "message_start", "message": _message(model)})
     output_tokens = 0
     kinds = []
-    for index, block in enumerate((model if ":" in model else DEFAULT_BLOCKS).split("+")):
-        kind, _, recording_id = block.partition(":")
+    for index, (kind, recording_id) in enumerate(_blocks(model)):
         start, delta_type, field = _BLOCKS[kind]
         kinds.append(kind)
         yield _event({"type": "content_block_start", "index": index, "content_block": start})

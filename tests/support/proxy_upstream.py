@@ -1,14 +1,17 @@
 """The upstream model server of the proxy tests: real recorded model outputs over HTTP, streamed
-(``recorded_server``'s streams) or whole, on the three guarded paths, plus the failures a proxy
-must carry through.
+(``recorded_server``'s streams) or whole, on the three guarded OpenAI paths and on the Anthropic
+Messages API's ``/v1/messages`` (``anthropic_server``'s replies, picked by the same ``model``
+names as there), plus the failures a proxy must carry through.
 
 The request's ``model`` picks the answer as in ``recorded_server`` (``content:<id>``,
 ``tool:<id>``, ``reasoning_content:<id>``, ``reasoning:<id>``), and a few names pick a failure:
 ``repetition:<id>`` answers with the recording and ``finish_reason: "repetition"`` (as vLLM
 reports its own repetition stop); ``status:<code>`` answers that HTTP status with an OpenAI error
-body; ``slow`` answers after ``SLOW_SECONDS``; ``malformed`` streams one chunk, then an event
-that is not JSON. ``GET /v1/models`` needs ``Authorization: Bearer API_KEY``, as a hosted API
-does, and echoes the request's ``x-test-*`` headers back.
+body (an Anthropic one on ``/v1/messages``); ``slow`` answers after ``SLOW_SECONDS``;
+``malformed`` streams one chunk, then an event that is not JSON. ``GET /v1/models`` needs
+``Authorization: Bearer API_KEY`` (or Anthropic's ``x-api-key: API_KEY``), as a hosted API does,
+and echoes the request's ``x-test-*`` headers back; ``POST /v1/messages/count_tokens`` needs the
+key too and echoes the ``anthropic-*`` headers.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from loopbreak.streaming.demo import token_deltas
+from support import anthropic_server
 from support.recorded import RECORDED
 from support.recorded_server import (
     ANSWER_AFTER_REASONING,
@@ -152,6 +156,60 @@ def _malformed_events(model: str) -> list[str]:
     return [_chat_chunk(model, {"content": "Hello"}), "data: {not json\n\n", "data: [DONE]\n\n"]
 
 
+def _authorized(request: Request) -> bool:
+    """The key in ``Authorization: Bearer`` (the OpenAI SDKs, and the Anthropic SDK since 2.x)
+    or in ``x-api-key`` (the Anthropic API's own header), not both."""
+    keys = (request.headers.get("authorization"), request.headers.get("x-api-key"))
+    return keys in ((f"Bearer {API_KEY}", None), (None, API_KEY))
+
+
+def _anthropic_error(status: int, error_type: str, message: str) -> Response:
+    body = {"type": "error", "error": {"type": error_type, "message": message}}
+    return JSONResponse(body, status, headers={"x-upstream": "yes"})
+
+
+def _malformed_message_events(model: str) -> list[str]:
+    events = anthropic_server.message_events("text:d08-greedy")
+    return [*events[:5], "event: content_block_delta\ndata: {not json\n\n", *events[5:]]
+
+
+def anthropic_routes(recordings: Recordings) -> list[Route]:
+    streamed = streaming_endpoint(recordings, anthropic_server.message_events)
+    malformed = streaming_endpoint(recordings, _malformed_message_events)
+
+    async def messages(request: Request) -> Response:
+        payload = await request.json()
+        model = payload["model"]
+        if model.startswith("status:"):
+            status = int(model.split(":")[1])
+            return _anthropic_error(status, "test_error", f"upstream says {status}")
+        if model == "slow":
+            await asyncio.sleep(SLOW_SECONDS)
+        if model == "malformed":
+            endpoint = malformed
+        elif payload.get("stream"):
+            endpoint = streamed
+        else:
+            return JSONResponse(anthropic_server.message_answer(model))
+        answer: Response = await endpoint(request)
+        return answer
+
+    async def count_tokens(request: Request) -> Response:
+        if not _authorized(request):
+            return _anthropic_error(401, "authentication_error", "invalid API key")
+        payload = await request.json()
+        echoed = {k: v for k, v in request.headers.items() if k.startswith("anthropic-")}
+        return JSONResponse(
+            {"input_tokens": len(json.dumps(payload["messages"]))},
+            headers={"x-echo": json.dumps(echoed)},
+        )
+
+    return [
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens, methods=["POST"]),
+    ]
+
+
 def app(recordings: Recordings) -> Starlette:
     stream_routes = {route.path: route.endpoint for route in routes(recordings)}  # type: ignore[attr-defined]
     stream_routes["/v1/completions"] = streaming_endpoint(recordings, _completion_events)
@@ -184,7 +242,7 @@ def app(recordings: Recordings) -> Starlette:
         return streamed
 
     async def models(request: Request) -> Response:
-        if request.headers.get("authorization") != f"Bearer {API_KEY}":
+        if not _authorized(request):
             error = {
                 "error": {
                     "message": "bad key",
@@ -208,5 +266,6 @@ def app(recordings: Recordings) -> Starlette:
         routes=[
             *(Route(path, guarded_path, methods=["POST"]) for path in whole),
             Route("/v1/models", models, methods=["GET"]),
+            *anthropic_routes(recordings),
         ]
     )

@@ -1,18 +1,20 @@
 """The proxy's ASGI app: ``create_app(config)`` gives a Starlette app that forwards every request
-to ``config.upstream`` and guards the answers of the paths in ``formats.GUARDED_PATHS``.
+to ``config.upstream`` and guards the answers of the paths in ``GUARDED_PATHS``: the OpenAI
+APIs' (``formats``) and the Anthropic Messages API's (``messages``).
 
 A guarded ``POST`` with ``"stream": true`` is relayed event by event through the stream guard
 (``sse``); one without is read whole, checked by the same guard, and trimmed if it loops. Every
 other request, a body that is not a JSON object, and any answer that is not a 200 pass through
 unchanged: status, headers (auth included) and body bytes. When the client goes, the upstream
-response is closed at once.
+response is closed at its next event, by the task that reads it (``sse.UpstreamEvents``). The errors the proxy answers itself are in the shape of the API the
+request speaks (``error_shape``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Iterable
 from typing import Any, Callable, Optional, Union
 
 import httpx
@@ -23,13 +25,22 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from loopbreak.proxy.config import ProxyConfig
-from loopbreak.proxy.formats import GUARDED_PATHS, Endpoint, Path, loop_member, replace_source
+from loopbreak.proxy.formats import (
+    OPENAI_ERRORS,
+    OPENAI_PATHS,
+    Endpoint,
+    ErrorShape,
+    Path,
+    loop_member,
+    replace_source,
+)
+from loopbreak.proxy.messages import ANTHROPIC_ERRORS, MESSAGES
 from loopbreak.proxy.metrics import ProxyMetrics
 from loopbreak.proxy.sse import (
     Event,
     StreamEnds,
+    UpstreamBytes,
     UpstreamEvents,
-    error_body,
     error_kind,
     relay,
 )
@@ -39,6 +50,20 @@ from loopbreak.streaming.persist import save_result
 from loopbreak.telemetry import REPETITION, RequestSpan
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+GUARDED_PATHS: dict[str, Endpoint] = {**OPENAI_PATHS, "/v1/messages": MESSAGES}
+
+
+def error_shape(request: Request) -> ErrorShape:
+    """The Anthropic API's error shape for its paths (``/v1/messages`` and below, such as
+    ``count_tokens``) and for any request with the ``anthropic-version`` header, which its SDKs
+    and Claude Code send on every request (``/v1/models`` is the two APIs' common path); the
+    OpenAI API's for every other request."""
+    anthropic = request.url.path.startswith("/v1/messages") or (
+        "anthropic-version" in request.headers
+    )
+    return ANTHROPIC_ERRORS if anthropic else OPENAI_ERRORS
+
 
 # Hop-by-hop headers (RFC 9110 7.6.1) belong to one connection, never forwarded; host and
 # content-length are set again for the next hop.
@@ -70,17 +95,18 @@ def _headers(headers: Iterable[tuple[str, str]], drop: frozenset[str]) -> dict[s
 
 
 class _ClosingStream(StreamingResponse):
-    """A StreamingResponse that closes the upstream as soon as the client is gone, and runs
-    ``on_close`` however the response ends: finished, failed, or the client gone.
+    """A StreamingResponse that stops reading the upstream as soon as the client is gone, and
+    runs ``on_close`` however the response ends: finished, failed, or the client gone.
 
     Starlette notices a client leaving and cancels the response's task, but with a few hundred
     streams open that cancellation can take seconds to arrive (the upstream model keeps
-    generating meanwhile); ``on_disconnect`` closes the upstream from the task that saw the
-    client leave, and the relay then ends on its own."""
+    generating meanwhile); ``on_disconnect`` tells the upstream's reader to stop from the task
+    that saw the client leave, and the reader closes the upstream at its next event
+    (``sse.UpstreamEvents``, ``sse.UpstreamBytes``)."""
 
     def __init__(
         self,
-        content: AsyncIterator[Any],
+        content: AsyncIterable[Any],
         status_code: int,
         headers: dict[str, str],
         on_disconnect: Callable[[], Awaitable[None]],
@@ -145,9 +171,8 @@ class Proxy:
             body = await self._read_body(request)
         except RequestTooLarge:
             limit = self.config.max_request_bytes
-            return JSONResponse(
-                error_body("request_too_large", f"the request body is over {limit} bytes"), 413
-            )
+            message = f"the request body is over {limit} bytes"
+            return JSONResponse(error_shape(request).body("request_too_large", message), 413)
         endpoint = GUARDED_PATHS.get(request.url.path) if request.method == "POST" else None
         payload = _json_object(body) if endpoint is not None else None
         if endpoint is None or payload is None:
@@ -161,13 +186,13 @@ class Proxy:
         except httpx.HTTPError as error:
             kind = error_kind(error)
             span.end(error=kind)
-            return self._upstream_failed(request.url.path, kind, error)
+            return self._upstream_failed(request, request.url.path, kind, error)
         if upstream.status_code != 200:
             span.end(error=str(upstream.status_code))
             return self._relay_unchanged(upstream, request.url.path)
         if streamed:
             return self._guard_stream(request.url.path, endpoint, upstream, span)
-        return await self._guard_whole(request.url.path, endpoint, upstream, span)
+        return await self._guard_whole(request, endpoint, upstream, span)
 
     async def _read_body(self, request: Request) -> bytes:
         limit = self.config.max_request_bytes
@@ -204,18 +229,20 @@ class Proxy:
             # is the upstream's own, and a 502.
             return await self.client.send(upstream_request, stream=True)
 
-    def _upstream_failed(self, endpoint: str, kind: str, error: Exception) -> Response:
+    def _upstream_failed(
+        self, request: Request, endpoint: str, kind: str, error: Exception
+    ) -> Response:
         self.metrics.upstream_error(kind)
         self.metrics.request(endpoint, "error")
         status = 504 if kind == "timeout" else 502
         message = f"the upstream {self.config.upstream} failed: {type(error).__name__}: {error}"
-        return JSONResponse(error_body(kind, message), status)
+        return JSONResponse(error_shape(request).body(kind, message), status)
 
     async def _pass_through(self, request: Request, body: bytes, endpoint: str) -> Response:
         try:
             upstream = await self._send(request, body)
         except httpx.HTTPError as error:
-            return self._upstream_failed(endpoint, error_kind(error), error)
+            return self._upstream_failed(request, endpoint, error_kind(error), error)
         return self._relay_unchanged(upstream, endpoint)
 
     def _relay_unchanged(self, upstream: httpx.Response, endpoint: str) -> Response:
@@ -223,9 +250,8 @@ class Proxy:
             self.metrics.upstream_error("status")
         self.metrics.request(endpoint, str(upstream.status_code))
         headers = _headers(upstream.headers.multi_items(), _HOP_BY_HOP - {"content-length"})
-        return _ClosingStream(
-            upstream.aiter_raw(), upstream.status_code, headers, upstream.aclose, upstream.aclose
-        )
+        body = UpstreamBytes(upstream)
+        return _ClosingStream(body, upstream.status_code, headers, body.aclose, body.aclose)
 
     def _guard_stream(
         self, path: str, endpoint: Endpoint, upstream: httpx.Response, span: RequestSpan
@@ -249,13 +275,14 @@ class Proxy:
         return _ClosingStream(events, 200, headers, guarded.aclose, close, span)
 
     async def _guard_whole(
-        self, path: str, endpoint: Endpoint, upstream: httpx.Response, span: RequestSpan
+        self, request: Request, endpoint: Endpoint, upstream: httpx.Response, span: RequestSpan
     ) -> Response:
+        path = request.url.path
         try:
             raw = await upstream.aread()
         except httpx.HTTPError as error:
             span.end(error=error_kind(error))
-            return self._upstream_failed(path, error_kind(error), error)
+            return self._upstream_failed(request, path, error_kind(error), error)
         finally:
             await upstream.aclose()
         headers = _headers(upstream.headers.multi_items(), _HOP_BY_HOP | _REWRITTEN)

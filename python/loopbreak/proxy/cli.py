@@ -23,11 +23,12 @@ EXTRA_HINT = "loopbreak proxy needs its extra: pip install 'loopbreak[proxy]'"
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "proxy",
-        help="an OpenAI-compatible HTTP proxy that stops looping generations",
+        help="an OpenAI- and Anthropic-compatible HTTP proxy that stops looping generations",
         description=(
-            "Guard an OpenAI-compatible model server: point any OpenAI client at this proxy. "
-            "/v1/chat/completions, /v1/completions and /v1/responses are checked for loops; "
-            "every other path is passed through unchanged. Prometheus metrics on /metrics."
+            "Guard a model server: point any OpenAI or Anthropic client at this proxy. "
+            "/v1/chat/completions, /v1/completions, /v1/responses and /v1/messages are checked "
+            "for loops; every other path is passed through unchanged. Prometheus metrics on "
+            "/metrics."
         ),
     )
     parser.add_argument("--upstream", required=True, help="the model server's root URL")

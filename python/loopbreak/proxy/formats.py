@@ -1,6 +1,8 @@
 """What the proxy knows of each guarded endpoint's JSON: where the text is in a streamed event
 (read by the OpenAI adapter's ``chat_pieces`` / ``response_pieces``, so the sources are named as
-everywhere else) and in a whole answer, and how a stop is told to the client.
+everywhere else) and in a whole answer, how a stop is told to the client, and the shape of the
+errors the proxy itself answers. The OpenAI APIs are here; the Anthropic Messages API is in
+``loopbreak.proxy.messages``.
 
 A stop is told the way each API tells a length stop: ``finish_reason: "repetition"`` on the
 choice (chat and completions, as vLLM reports its own repetition stop) or a
@@ -14,7 +16,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Protocol, Union
 
 from openai import BaseModel
 from openai.types import Completion
@@ -68,7 +70,8 @@ def loop_member(degeneration: Degeneration) -> dict[str, Any]:
     }
 
 
-def _sse(data: Json, name: Optional[str] = None) -> str:
+def sse_event(data: Json, name: Optional[str] = None) -> str:
+    """One server-sent event, named ``name`` if given."""
     header = "" if name is None else f"event: {name}\n"
     return f"{header}data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
@@ -81,6 +84,41 @@ def _choice_index(source: str) -> int:
     return 0 if match is None else int(match.group(1))
 
 
+class StreamView(Protocol):
+    """What one relayed stream has shown that its stop is made from."""
+
+    def see(self, data: Json) -> None:
+        """Takes note of one decoded event the client was sent."""
+
+    def stop_events(self, loop: dict[str, Any]) -> list[str]:
+        """The SSE text that ends the stream, stopped for the loop ``loop``."""
+
+
+@dataclass(frozen=True)
+class ErrorShape:
+    """How an API tells an error, for the errors the proxy answers itself (the upstream is
+    down or too slow, the request too large) and the one that ends a stream mid-way."""
+
+    body: Callable[[str, str], dict[str, Any]]
+    """The JSON body of an error, from its kind and message."""
+    event_name: Optional[str]
+    """The SSE event name a stream's error event carries, if the API names it."""
+
+    def event(self, kind: str, message: str) -> str:
+        return sse_event(self.body(kind, message), self.event_name)
+
+
+def _openai_error_body(kind: str, message: str) -> dict[str, Any]:
+    return {
+        "error": {"message": f"loopbreak proxy: {message}", "type": "upstream_error", "code": kind}
+    }
+
+
+OPENAI_ERRORS = ErrorShape(_openai_error_body, None)
+"""The OpenAI API's error shape; the ``openai`` client raises its stream event as an
+``APIError``."""
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """One guarded API: its GenAI operation name and how to read and mark its JSON."""
@@ -90,12 +128,30 @@ class Endpoint:
     """The text pieces of one decoded stream event."""
     body_pieces: Callable[[Json], Iterator[tuple[Piece, Path]]]
     """The text pieces of a whole answer, each with where it lives."""
-    stop_events: Callable[[Json, Json, dict[str, Any]], list[str]]
-    """The SSE text ending a stopped stream, from its first and last events and the loop."""
+    stream_view: Callable[[], StreamView]
+    """A new view of one stream, which makes its stop events."""
     mark_stopped: Callable[[Json, str, dict[str, Any]], None]
     """Marks a whole answer stopped for repetition in the source named."""
     finish_reasons: Callable[[Json], list[str]]
     """The finish reasons an event or a whole answer reports."""
+    errors: ErrorShape = OPENAI_ERRORS
+
+
+class _FirstAndLast:
+    """The view of an OpenAI stream: its stop copies ids from its first and last events."""
+
+    def __init__(self, stop_events: Callable[[Json, Json, dict[str, Any]], list[str]]) -> None:
+        self._stop_events = stop_events
+        self.first: Json = None
+        self.last: Json = None
+
+    def see(self, data: Json) -> None:
+        if self.first is None:
+            self.first = data
+        self.last = data
+
+    def stop_events(self, loop: dict[str, Any]) -> list[str]:
+        return self._stop_events(self.first, self.last, loop)
 
 
 def _choices(data: Json) -> list[Any]:
@@ -125,7 +181,7 @@ def _final_choice_chunk(
     template = last if isinstance(last, dict) else {}
     chunk = {key: template[key] for key in ("id", "created", "model") if key in template}
     chunk.update(object=obj, choices=[choice], loopbreak=loop)
-    return [_sse(chunk), DONE]
+    return [sse_event(chunk), DONE]
 
 
 # --- /v1/chat/completions
@@ -173,7 +229,7 @@ CHAT = Endpoint(
     "chat",
     _chat_event_pieces,
     _chat_body_pieces,
-    _chat_stop_events,
+    lambda: _FirstAndLast(_chat_stop_events),
     _mark_choice,
     _choice_finish_reasons,
 )
@@ -216,7 +272,7 @@ COMPLETIONS = Endpoint(
     "text_completion",
     _completion_event_pieces,
     _completion_body_pieces,
-    _completion_stop_events,
+    lambda: _FirstAndLast(_completion_stop_events),
     _mark_choice,
     _choice_finish_reasons,
 )
@@ -272,7 +328,7 @@ def _response_stop_events(first: Json, last: Json, loop: dict[str, Any]) -> list
         "response": _incomplete(created, loop),
         "loopbreak": loop,
     }
-    return [_sse(event, "response.incomplete")]
+    return [sse_event(event, "response.incomplete")]
 
 
 def _mark_response(body: Json, source: str, loop: dict[str, Any]) -> None:
@@ -293,12 +349,12 @@ RESPONSES = Endpoint(
     "chat",
     _response_event_pieces,
     _response_body_pieces,
-    _response_stop_events,
+    lambda: _FirstAndLast(_response_stop_events),
     _mark_response,
     _response_finish_reasons,
 )
 
-GUARDED_PATHS = {
+OPENAI_PATHS = {
     "/v1/chat/completions": CHAT,
     "/v1/completions": COMPLETIONS,
     "/v1/responses": RESPONSES,

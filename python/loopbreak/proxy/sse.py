@@ -4,16 +4,17 @@
 (``AsyncGuarded`` with ``Endpoint.event_pieces``, in ``app``) passes each event on unchanged
 until a rule holds, then closes the upstream response, which is what makes the model server
 stop generating. ``relay`` yields the events' text for the client, then the stop events or,
-when the upstream failed mid-stream, one OpenAI-shaped error event (the ``openai`` client
-raises it as an ``APIError``).
+when the upstream failed mid-stream, one error event in the endpoint's API's shape (which the
+``openai`` and ``anthropic`` clients raise).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from types import AsyncGeneratorType
+from typing import Callable, Optional
 
 import httpx
 
@@ -49,26 +50,71 @@ def _event(lines: list[str]) -> Event:
 
 class UpstreamEvents:
     """An upstream's streamed response as ``Event`` objects; ``aclose()`` closes the response
-    (the connection goes, so the server sees its client leave)."""
+    (the connection goes, so the server sees its client leave).
+
+    The response is closed only by the task that reads it: httpx's byte stream is an async
+    generator, and closing the response from another task while the reader waits inside it
+    left that generator to be finalised half-run ("async generator already executing", an
+    unraisable exception). So ``aclose()`` from another task, while the events are being read
+    (the client left: ``AsyncGuarded.aclose`` from the task that saw it go), leaves the close to
+    the reader: the guard, told to stop, ends at the upstream's next event and closes the
+    events, which closes the response."""
 
     def __init__(self, response: httpx.Response) -> None:
         self._response = response
+        self._reader: Optional[AsyncGenerator[Event, None]] = None
 
     def __aiter__(self) -> AsyncIterator[Event]:
-        return self._events()
+        self._reader = self._events()
+        return self._reader
 
-    async def _events(self) -> AsyncIterator[Event]:
-        lines: list[str] = []
-        async for line in self._response.aiter_lines():
-            if line:
-                lines.append(line)
-            elif lines:
+    async def _events(self) -> AsyncGenerator[Event, None]:
+        try:
+            lines: list[str] = []
+            async for line in self._response.aiter_lines():
+                if line:
+                    lines.append(line)
+                elif lines:
+                    yield _event(lines)
+                    lines = []
+            if lines:
                 yield _event(lines)
-                lines = []
-        if lines:
-            yield _event(lines)
+        finally:
+            await self._response.aclose()
 
     async def aclose(self) -> None:
+        if isinstance(self._reader, AsyncGeneratorType) and self._reader.ag_running:
+            return  # another task is reading: it closes the response when it stops
+        await self._response.aclose()
+
+
+class UpstreamBytes:
+    """An upstream's response body as it comes, to relay unchanged; closed like
+    ``UpstreamEvents``, by the task that reads it: ``aclose()`` from another task while it is
+    read makes the reader stop at the next bytes and close the response."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self._reader: Optional[AsyncGenerator[bytes, None]] = None
+        self._leaving = False
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        self._reader = self._chunks()
+        return self._reader
+
+    async def _chunks(self) -> AsyncGenerator[bytes, None]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                if self._leaving:
+                    return
+                yield chunk
+        finally:
+            await self._response.aclose()
+
+    async def aclose(self) -> None:
+        if isinstance(self._reader, AsyncGeneratorType) and self._reader.ag_running:
+            self._leaving = True
+            return
         await self._response.aclose()
 
 
@@ -83,20 +129,11 @@ def error_kind(error: BaseException) -> str:
     return "transport"
 
 
-def error_body(kind: str, message: str) -> dict[str, Any]:
-    """An error in the OpenAI API's shape, as the proxy answers its own failures."""
-    return {
-        "error": {"message": f"loopbreak proxy: {message}", "type": "upstream_error", "code": kind}
-    }
-
-
 @dataclass
 class StreamEnds:
-    """The first and last decoded events (templates for the stop event) and the finish
-    reasons the upstream reported."""
+    """How a relayed stream ended: the finish reasons the upstream reported, and the kind of
+    its failure if it failed."""
 
-    first: Json = None
-    last: Json = None
     finish_reasons: tuple[str, ...] = ()
     error: Optional[str] = None
 
@@ -107,12 +144,11 @@ async def relay(
     ends: StreamEnds,
     on_error: Callable[[str], None],
 ) -> AsyncIterator[str]:
+    view = endpoint.stream_view()
     try:
         async for event in guarded:
             if event.data is not None:
-                if ends.first is None:
-                    ends.first = event.data
-                ends.last = event.data
+                view.see(event.data)
                 reasons = endpoint.finish_reasons(event.data)
                 if reasons:
                     ends.finish_reasons = tuple(reasons)
@@ -121,9 +157,9 @@ async def relay(
         kind = error_kind(error)
         ends.error = kind
         on_error(kind)
-        yield f"data: {json.dumps(error_body(kind, str(error) or type(error).__name__))}\n\n"
+        yield endpoint.errors.event(kind, str(error) or type(error).__name__)
         return
     degeneration = guarded.degeneration
     if guarded.status == "degenerate" and degeneration is not None:
-        for text in endpoint.stop_events(ends.first, ends.last, loop_member(degeneration)):
+        for text in view.stop_events(loop_member(degeneration)):
             yield text
