@@ -156,7 +156,7 @@ def test_a_looping_tool_argument_is_cut_and_the_tool_never_runs() -> None:
     assert tool_results(run.messages) == [run.stop.message]
 
 
-def test_a_looping_tool_argument_on_a_recovery_turn_is_answered_with_the_nudge() -> None:
+def test_a_looping_tool_argument_on_a_recovery_step_is_answered_with_the_nudge() -> None:
     written: list[str] = []
 
     def note(text: str) -> str:
@@ -165,7 +165,7 @@ def test_a_looping_tool_argument_on_a_recovery_turn_is_answered_with_the_nudge()
         return "noted"
 
     crew = Crewed([{"text": LOOP}, {"text": "Door locked."}, "done"], add=note)
-    hooks = LoopbreakHooks(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+    hooks = LoopbreakHooks(PolicyConfig(recovery_step=True), verifier=lambda run: True)
     output = crew.kickoff(hooks)
     run, receipt = receipt_of(hooks)
 
@@ -190,11 +190,11 @@ def test_a_streamed_loop_reaches_the_reader_whole_and_only_the_answer_is_trimmed
     assert stream.result.raw == run.degeneration.persist_text
 
 
-def test_a_text_answer_gets_no_recovery_turn_the_cut_ends_the_run() -> None:
+def test_a_text_answer_gets_no_recovery_step_the_cut_ends_the_run() -> None:
     """The documented gap: CrewAI makes a text answer the task's final answer, so the nudge of
-    a recovery turn cannot be sent; the cut answer ends the run."""
+    a recovery step cannot be sent; the cut answer ends the run."""
     crew = Crewed([LOOP, "3"])
-    hooks = LoopbreakHooks(PolicyConfig(recovery_turn=True))
+    hooks = LoopbreakHooks(PolicyConfig(recovery_step=True))
     output = crew.kickoff(hooks)
     run, receipt = receipt_of(hooks)
 
@@ -205,7 +205,7 @@ def test_a_text_answer_gets_no_recovery_turn_the_cut_ends_the_run() -> None:
 
 def test_a_refused_repeat_is_answered_with_the_refusal_and_the_run_goes_on() -> None:
     crew = Crewed([SAME] * 4 + ["3"])
-    hooks = LoopbreakHooks(PolicyConfig(recovery_turn=True), verifier=lambda run: True)
+    hooks = LoopbreakHooks(PolicyConfig(recovery_step=True), verifier=lambda run: True)
     output = crew.kickoff(hooks)
     run, receipt = receipt_of(hooks)
 

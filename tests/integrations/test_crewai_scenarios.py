@@ -44,7 +44,7 @@ def crewai(scenario: Scenario, adder: Adder) -> Outcome:
 
 
 # CrewAI makes a text answer the task's final answer and no hook can ask the model again, so a
-# looping answer's recovery turn (the nudge, then another model call) cannot be given: the cut
+# looping answer's recovery step (the nudge, then another model call) cannot be given: the cut
 # answer ends the run (docs/integrations/crewai.md, "Gaps"; test_crewai.py tests what happens).
 NO_ANSWER_RECOVERY = pytest.mark.xfail(
     strict=True, reason="CrewAI: no hook can ask the model again after a text answer"
@@ -53,7 +53,7 @@ SCENARIO_PARAMS = [
     pytest.param(
         scenario,
         id=name,
-        marks=[NO_ANSWER_RECOVERY] if name.startswith("recovery turn, the answer") else [],
+        marks=[NO_ANSWER_RECOVERY] if name.startswith("recovery step, the answer") else [],
     )
     for name, scenario in SCENARIOS.items()
 ]

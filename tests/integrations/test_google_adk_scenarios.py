@@ -40,7 +40,7 @@ def adk(scenario: Scenario, adder: Adder) -> Outcome:
 
 
 # ADK ends an invocation at a text answer, and no callback can call the model again after it: an
-# answer cut on its recovery turn ends the run with its trimmed text, the nudge unsent
+# answer cut on its recovery step ends the run with its trimmed text, the nudge unsent
 # (docs/integrations/google_adk.md, Gaps). Strict: a version of ADK that lets it pass fails here.
 NO_ANSWER_RECOVERY_TURN = pytest.mark.xfail(
     strict=True, reason="ADK: no model call after a text answer (docs/integrations/google_adk.md)"
@@ -49,7 +49,7 @@ CASES = [
     pytest.param(
         scenario,
         id=name,
-        marks=[NO_ANSWER_RECOVERY_TURN] if name.startswith("recovery turn, the answer") else [],
+        marks=[NO_ANSWER_RECOVERY_TURN] if name.startswith("recovery step, the answer") else [],
     )
     for name, scenario in SCENARIOS.items()
 ]

@@ -14,8 +14,8 @@ kickoffs and the application's own global hooks stay apart):
 - ``PRE_TOOL_CALL``: the call's arguments through the answer guard (CrewAI calls no
   ``POST_MODEL_CALL`` for tool calls), then the repeated-action and tool-call checks on them,
   before the tool runs. A call whose arguments loop, a stopped call (or, with
-  ``PolicyConfig.recovery_turn``, a refused repeat, or any call on a final step under lockdown)
-  is blocked; ``POST_TOOL_CALL`` answers it with the decision's message (or the recovery turn's
+  ``PolicyConfig.recovery_step``, a refused repeat, or any call on a final step under lockdown)
+  is blocked; ``POST_TOOL_CALL`` answers it with the decision's message (or the recovery step's
   nudge), which is what the model reads as the call's result.
 - ``POST_TOOL_CALL``: each result is the step's progress, except a tool that raised (CrewAI
   hands the model "Error executing tool: ..." and counts the error on the task:
@@ -39,8 +39,8 @@ Every kickoff gets a receipt when it returns or raises (``last_run.receipt``, ``
 stream is not cut at a loop; the whole answer is trimmed when the call returns, and the chunks
 already read held the loop (docs/integrations/crewai.md).
 
-Not covered: a text answer's recovery turn (CrewAI makes a text answer the task's final answer
-and no hook can ask the model again: a cut answer ends the run, as without a recovery turn),
+Not covered: a text answer's recovery step (CrewAI makes a text answer the task's final answer
+and no hook can ask the model again: a cut answer ends the run, as without a recovery step),
 offering no tools on a locked-down final step (the tools a call offers are chosen before the
 hook runs; any call on that step is blocked instead), ``Agent.kickoff()`` alone (no crew).
 """
@@ -255,7 +255,7 @@ class _Run:
             # CrewAI calls no POST_MODEL_CALL for an answer of tool calls: their arguments are
             # checked here, before the call runs.
             if governed.check_answer(ctx, _argument_pieces) is not None:
-                # A cut call never runs: the model reads the nudge of a recovery turn, or the
+                # A cut call never runs: the model reads the nudge of a recovery step, or the
                 # stop message (the step then ends the run).
                 answer = governed.take_nudge() or governed.user_message()
             elif plan is not None and not plan.tools_enabled and not plan.decision.stopped:

@@ -30,8 +30,8 @@ google-adk 2.13 (docs/integrations/google_adk.md has the table):
   ``LlmCallsLimitExceededError`` is recorded as a limit (a bounded stop).
 
 ADK ends an invocation at a text answer and no callback can call the model again after it, so an
-answer cut on its recovery turn (``PolicyConfig.recovery_turn``) ends the run with its trimmed
-text, as without a recovery turn; refused tool calls do get theirs.
+answer cut on its recovery step (``PolicyConfig.recovery_step``) ends the run with its trimmed
+text, as without a recovery step; refused tool calls do get theirs.
 """
 
 from __future__ import annotations
