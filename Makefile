@@ -41,8 +41,8 @@ test: install lint test-rust test-python test-envs e2e
 # lives in .venv-NAME, made on first use and brought up to date on every run.
 ENVS := $(basename $(notdir $(wildcard tests/envs/*.txt)))
 ENV_TESTS_crewai := tests/integrations/test_crewai.py tests/integrations/test_crewai_scenarios.py
-ENV_WHEELS := target/env-wheel
 ENV_TESTS_google-adk := tests/integrations/test_google_adk.py tests/integrations/test_google_adk_scenarios.py
+ENV_WHEELS := target/env-wheel
 
 test-envs: $(ENVS:%=test-env-%)
 
