@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,22 +169,44 @@ class Region:
     block: str
 
 
+def block_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
+    """A block repeated back to back: its kind, read in its context, and its span over the span
+    required of it."""
+    kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
+    return kind, (f.end - f.start) / run_span(rules, f.block, kind)
+
+
+def lines_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
+    """Identical lines: the lines over the lines required."""
+    return "lines", f.repeats / required_lines(rules, line_kind(f.block), len(f.block))
+
+
+def counters_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
+    """Counter lines: the lines over the lines required."""
+    return "counters", f.repeats / required_counter_lines_at(rules, text, f.start, f.block)
+
+
+# How a region of each rule is measured: its kind and its load. Every rule needs an entry (a
+# rule without one stops the tool here; an unknown name is a KeyError, never a guess).
+LOAD: dict[str, Callable[[loopbreak.Rules, str, loopbreak.Finding], tuple[str, float]]] = {
+    "periodic_run": block_load,
+    "long_block": block_load,
+    "identical_lines": lines_load,
+    "counter_lines": counters_load,
+}
+if LOAD.keys() != set(loopbreak.RULE_NAMES):
+    raise SystemExit(
+        f"benches/tune.py: LOAD measures {sorted(LOAD)}, the rules are {loopbreak.RULE_NAMES}"
+    )
+
+
 def regions(
     rules: loopbreak.Rules, source: str, text: str, findings: list[loopbreak.Finding]
 ) -> Iterator[Region]:
     """The regions a probe found in ``text``, each whole, with its load under ``rules``."""
     for f in findings:
-        span = f.end - f.start
-        if f.rule == "identical_lines":
-            kind = "lines"
-            load = f.repeats / required_lines(rules, line_kind(f.block), len(f.block))
-        elif f.rule == "counter_lines":
-            kind = "counters"
-            load = f.repeats / required_counter_lines_at(rules, text, f.start, f.block)
-        else:
-            kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
-            load = span / run_span(rules, f.block, kind)
-        yield Region(source, kind, f.rule, f.period, f.repeats, span, load, f.block)
+        kind, load = LOAD[f.rule](rules, text, f)
+        yield Region(source, kind, f.rule, f.period, f.repeats, f.end - f.start, load, f.block)
 
 
 def benign_report(rules: loopbreak.Rules, judge_all: bool, top: int) -> bool:
@@ -234,10 +256,9 @@ def benign_report(rules: loopbreak.Rules, judge_all: bool, top: int) -> bool:
     files = len({i for i, _ in generated})
     print(f"findings in machine-generated files: {len(generated)} in {files} files {by_signal}")
     for i, f in generated:
-        kind = periodic_kind(f.block, texts[i][max(0, f.start - PACKED_CONTEXT) : f.start])
-        what = kind if f.rule in ("periodic_run", "long_block") else f.rule
+        kind, _ = LOAD[f.rule](rules, texts[i], f)
         print(
-            f"  [{signals[i]}] {what:11} {f.rule} p={f.period} x{f.repeats} {f.block[:40]!r}  {names[i]}"
+            f"  [{signals[i]}] {kind:11} {f.rule} p={f.period} x{f.repeats} {f.block[:40]!r}  {names[i]}"
         )
     return safe and not failing
 

@@ -2,18 +2,71 @@
 
 use std::fmt;
 
-/// Which rule found the repetition. The order is the rules' code order ([`Rule::code`]).
+/// Which rule found the repetition. The order is the rules' code order ([`Rule::code`]); what
+/// each rule finds, and the rest of its metadata, is in [`Rule::info`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Rule {
-    /// A block of at most `max_period` units repeated back to back.
     PeriodicRun,
-    /// A block longer than `max_period` units repeated back to back.
     LongBlock,
-    /// The same non-empty line, many times in a row (blank lines between them allowed).
     IdenticalLines,
-    /// Lines equal once their digit runs are masked, a number one up from each line to the next
-    /// (`1. test.py`, `2. test.py`, ...; blank lines between them allowed).
     CounterLines,
+}
+
+/// What one copy of a rule's repeated block is, and so what `repeats` counts (in a
+/// [`Finding`] and a [`crate::Removal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyUnit {
+    /// The block, its copies back to back: `repeats` counts copies.
+    Block,
+    /// A line, or a cycle of lines, blank lines between copies allowed: `repeats` counts lines.
+    Line,
+}
+
+impl CopyUnit {
+    /// The copy unit's name, as Python spells it (`RuleInfo.copy`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CopyUnit::Block => "block",
+            CopyUnit::Line => "line",
+        }
+    }
+}
+
+/// A rule's metadata: everything outside its detection code needs to know of it (Python reads
+/// it as `loopbreak.RULE_INFO`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleInfo {
+    /// The rule's name, as Python and every output spell it.
+    pub name: &'static str,
+    /// What one copy is.
+    pub copy: CopyUnit,
+    /// What [`Finding::period`] counts.
+    pub period: &'static str,
+    /// The thresholds the rule reads (names of the table of `rust/thresholds.rs`, in its order).
+    pub thresholds: &'static [&'static str],
+    /// What the rule finds, in one line.
+    pub description: &'static str,
+}
+
+/// The thresholds that decide whether a block repeated back to back is degenerate (see
+/// [`crate::Rules::required_span`]), in the table's order.
+macro_rules! block_thresholds {
+    ($($first:literal),*) => {
+        &[
+            $($first,)*
+            "min_repeats",
+            "text_span",
+            "code_min_repeats",
+            "code_span",
+            "long_min_repeats",
+            "min_span",
+            "code_min_span",
+            "single_char_min_span",
+            "whitespace_min_span",
+            "table_span",
+            "payload_span",
+        ]
+    };
 }
 
 impl Rule {
@@ -25,14 +78,54 @@ impl Rule {
         self as u8
     }
 
+    /// The rule's metadata: the one place that states, per rule, its name, what a copy is, what
+    /// its `period` counts, the thresholds it reads and what it finds.
+    pub const fn info(self) -> &'static RuleInfo {
+        match self {
+            Rule::PeriodicRun => &RuleInfo {
+                name: "periodic_run",
+                copy: CopyUnit::Block,
+                period: "units in the block",
+                thresholds: block_thresholds!("max_period"),
+                description: "A block of at most max_period units repeated back to back.",
+            },
+            Rule::LongBlock => &RuleInfo {
+                name: "long_block",
+                copy: CopyUnit::Block,
+                period: "units in the block",
+                thresholds: block_thresholds!("max_period", "max_long_period"),
+                description: "A block longer than max_period units (up to max_long_period) repeated back to back.",
+            },
+            Rule::IdenticalLines => &RuleInfo {
+                name: "identical_lines",
+                copy: CopyUnit::Line,
+                period: "units in the line, without its newline and trailing whitespace",
+                thresholds: &["code_span", "table_span", "min_lines", "code_min_lines"],
+                description: "The same non-empty line many times in a row (blank lines between them allowed).",
+            },
+            Rule::CounterLines => &RuleInfo {
+                name: "counter_lines",
+                copy: CopyUnit::Line,
+                period: "units in the first line without its newline and trailing whitespace, or in \
+                         the first cycle of lines joined by newlines",
+                thresholds: &[
+                    "max_long_period",
+                    "counter_min_lines",
+                    "counter_span",
+                    "code_counter_min_lines",
+                    "code_counter_span",
+                    "data_counter_min_lines",
+                ],
+                description: "Lines equal once their digit runs are masked, a number one up from each line (or \
+                              cycle of two or three lines) to the next: `1. test.py`, `2. test.py`, ... \
+                              (blank lines between them allowed).",
+            },
+        }
+    }
+
     /// The rule's name, as Python and every output spell it.
     pub const fn name(self) -> &'static str {
-        match self {
-            Rule::PeriodicRun => "periodic_run",
-            Rule::LongBlock => "long_block",
-            Rule::IdenticalLines => "identical_lines",
-            Rule::CounterLines => "counter_lines",
-        }
+        self.info().name
     }
 }
 
@@ -85,6 +178,7 @@ impl Finding {
 #[cfg(test)]
 mod tests {
     use super::Rule;
+    use crate::DEFAULT_RULES;
 
     #[test]
     fn codes_are_places_in_all() {
@@ -93,5 +187,21 @@ mod tests {
         }
         let names: Vec<&str> = Rule::ALL.iter().map(|rule| rule.name()).collect();
         assert_eq!(names, ["periodic_run", "long_block", "identical_lines", "counter_lines"]);
+    }
+
+    /// Each rule names thresholds of the table, in its order, and every threshold is read by a
+    /// rule.
+    #[test]
+    fn rules_read_the_thresholds_of_the_table() {
+        let table: Vec<&str> = DEFAULT_RULES.named_values().iter().map(|(name, _)| *name).collect();
+        let place = |name: &str| table.iter().position(|&t| t == name);
+        for rule in Rule::ALL {
+            let places: Vec<Option<usize>> = rule.info().thresholds.iter().map(|&name| place(name)).collect();
+            assert!(places.iter().all(Option::is_some), "{rule}: {:?}", rule.info().thresholds);
+            assert!(places.is_sorted(), "{rule}: {:?}", rule.info().thresholds);
+        }
+        for name in table {
+            assert!(Rule::ALL.iter().any(|rule| rule.info().thresholds.contains(&name)), "no rule reads {name}");
+        }
     }
 }

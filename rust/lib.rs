@@ -30,7 +30,7 @@ pub use batch::{map_parallel, scan_many};
 pub use classes::{BlockKind, PACKED_CONTEXT};
 pub use counters::TemplateClass;
 pub use detector::{scan_str, scan_units, Detector};
-pub use finding::{Finding, Rule};
+pub use finding::{CopyUnit, Finding, Rule, RuleInfo};
 pub use rules::{RuleValues, Rules, RulesError, CONSERVATIVE_RULES, DEFAULT_RULES, TOKEN_RULES};
 pub use streams::{NoSuchStream, StreamSet};
 pub use trim::{marker, trim_units, Removal, Trimmed, DEFAULT_KEEP};

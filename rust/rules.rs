@@ -17,7 +17,7 @@ use crate::counters::TemplateClass;
 pub use crate::thresholds::RuleValues;
 use crate::thresholds::{Bounds, BOUNDS, CONSERVATIVE_VALUES, DEFAULT_VALUES, SMALL_VALUES, TOKEN_VALUES};
 
-/// Thresholds of the four rules, checked to work together. Made only by [`Rules::new`] (and
+/// Thresholds of every rule, checked to work together. Made only by [`Rules::new`] (and
 /// [`DEFAULT_RULES`]), so a detector never holds values it cannot work with (a window of 2^40
 /// units, a span whose products overflow); read its values as fields (`rules.min_lines`).
 ///

@@ -4,7 +4,7 @@
 use crate::counters::cycle_period;
 use crate::detector::scan_stored;
 use crate::extent::{extent, lines_from};
-use crate::finding::{Finding, Rule};
+use crate::finding::{CopyUnit, Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
 
@@ -79,24 +79,24 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
             let kept_end = finding.start.saturating_add(keep.saturating_mul(finding.period)).min(finding.end);
             (kept_end, (finding.end - kept_end).div_ceil(finding.period))
         }
-        Rule::IdenticalLines | Rule::CounterLines => {
-            // A copy of a counter streak is a whole cycle of its lines.
-            let lines_per_copy = match finding.rule {
-                Rule::CounterLines => cycle_period(&finding.block) as u64,
-                _ => 1,
-            };
-            let kept_lines = keep.saturating_mul(lines_per_copy);
-            let copies = lines_from(units, finding.start as usize)
-                .take_while(|line| line.start < finding.end as usize)
-                .filter(|line| line.content_end > line.start);
-            let kept_end = copies
-                .take(kept_lines.try_into().unwrap_or(usize::MAX))
-                .last()
-                .map_or(finding.start, |line| line.end as u64);
-            let all = extent(units, rules, finding);
-            (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(kept_lines))
+        Rule::IdenticalLines => kept_lines(units, rules, finding, keep),
+        // A copy of a counter streak is a whole cycle of its lines.
+        Rule::CounterLines => {
+            kept_lines(units, rules, finding, keep.saturating_mul(cycle_period(&finding.block) as u64))
         }
     }
+}
+
+/// [`kept`] for a rule whose copies are lines: where the first `keep_lines` non-blank lines end,
+/// and how many lines come after them.
+fn kept_lines<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep_lines: u64) -> (u64, u64) {
+    let copies = lines_from(units, finding.start as usize)
+        .take_while(|line| line.start < finding.end as usize)
+        .filter(|line| line.content_end > line.start);
+    let kept_end =
+        copies.take(keep_lines.try_into().unwrap_or(usize::MAX)).last().map_or(finding.start, |line| line.end as u64);
+    let all = extent(units, rules, finding);
+    (kept_end, (all.copies + u64::from(all.partial)).saturating_sub(keep_lines))
 }
 
 /// The note left where units were removed, e.g.
@@ -122,9 +122,9 @@ pub fn marker(removal: &Removal, more_follows: bool) -> String {
     if block.len() > PREVIEW {
         preview.push('…');
     }
-    let what = match removal.finding.rule {
-        Rule::IdenticalLines | Rule::CounterLines => "lines",
-        Rule::PeriodicRun | Rule::LongBlock => "times",
+    let what = match removal.finding.rule.info().copy {
+        CopyUnit::Line => "lines",
+        CopyUnit::Block => "times",
     };
     format!(
         "\n[loopbreak: removed {} units: \"{}\" repeated {} more {} ({})]{}",

@@ -5,7 +5,8 @@ The detector is a Rust core (``loopbreak._core``), re-exported here:
 - ``Detector``: fed text deltas as they stream, reports a ``Finding`` where a rule first holds.
 - ``scan(text)``: every degenerate region of a whole text; ``trim(text)``: the text to persist,
   each region cut to its first few copies plus a marker.
-- ``Rules``: every threshold, validated; ``RULE_NAMES``: the rules' names.
+- ``Rules``: every threshold, validated; ``RULE_NAMES``: the rules' names; ``RULE_INFO``: each
+  rule's ``RuleInfo`` (what a copy is, the thresholds it reads, what it finds).
 - ``TokenDetector`` / ``TokenStreams``: the same over token ids, one stream or a batch per step.
 - ``scan_many`` / ``scan_columns``: many texts (a list or an Arrow column) on all cores.
 
@@ -28,10 +29,12 @@ Each product is a subpackage, imported when used:
 from loopbreak._batch import scan_columns, scan_many
 from loopbreak._core import (
     DEFAULT_KEEP,
+    RULE_INFO,
     RULE_NAMES,
     Detector,
     Finding,
     Removal,
+    RuleInfo,
     Rules,
     TokenDetector,
     TokenFinding,
@@ -56,7 +59,9 @@ __all__ = [
     "Guarded",
     "LoopbreakError",
     "Removal",
+    "RULE_INFO",
     "RULE_NAMES",
+    "RuleInfo",
     "Rules",
     "scan",
     "scan_columns",

@@ -2,7 +2,7 @@
 the Python ``str`` the text came from. A ``str`` holding lone surrogates is accepted: each
 surrogate is one unit like any other code point and comes back unchanged."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, Optional, Union, final
 
 from _typeshed import SupportsRead
@@ -26,6 +26,8 @@ __all__ = [
     "Trimmed",
     "DEFAULT_KEEP",
     "RULE_NAMES",
+    "RULE_INFO",
+    "RuleInfo",
     "__version__",
 ]
 
@@ -41,8 +43,36 @@ RULE_NAMES: Final[tuple[RuleName, ...]]
 this tuple."""
 
 @final
+class RuleInfo:
+    """A rule's metadata (immutable, hashable), stated once in the core for every rule: what code
+    that handles findings reads instead of switching on a rule's name."""
+
+    @property
+    def name(self) -> RuleName:
+        """The rule's name, as ``Finding.rule`` gives it."""
+    @property
+    def copy(self) -> Literal["block", "line"]:
+        """What one copy is, and so what ``repeats`` counts (in a ``Finding`` and a
+        ``Removal``): ``"block"``, the block repeated back to back (``repeats`` counts copies);
+        ``"line"``, a line or a cycle of lines, blank lines between copies allowed (``repeats``
+        counts lines)."""
+    @property
+    def period(self) -> str:
+        """What ``Finding.period`` counts for this rule, in words."""
+    @property
+    def thresholds(self) -> tuple[str, ...]:
+        """The thresholds the rule reads: ``Rules`` attributes, in the order of ``to_dict()``."""
+    @property
+    def description(self) -> str:
+        """What the rule finds, in one line."""
+
+RULE_INFO: Final[Mapping[RuleName, RuleInfo]]
+"""Every rule's ``RuleInfo`` by name, in code order (a read-only mapping: ``list(RULE_INFO) ==
+list(RULE_NAMES)``); an unknown name raises ``KeyError``."""
+
+@final
 class Rules:
-    """Thresholds of the four rules, validated on construction.
+    """Thresholds of every rule, validated on construction.
 
     ``Rules()`` are the defaults, for what language models write; ``Rules.conservative()``
     keeps the stricter thresholds for scanning arbitrary files (no finding in any text file of

@@ -5,7 +5,8 @@
 //! unit like any other code point, and comes back unchanged in blocks and trimmed text.
 //!
 //! - `input`: text and token ids from Python, code points back, the lock of streaming objects;
-//! - `rules`: `Rules`; `findings`: `Finding` and `TokenFinding`;
+//! - `rules`: `Rules`; `rule_info`: `RuleInfo` and `RULE_INFO`, every rule's metadata;
+//! - `findings`: `Finding` and `TokenFinding`;
 //! - `detectors`: `Detector`, `TokenDetector`, `TokenStreams`;
 //! - `batch`: `scan`, `scan_many`, `scan_utf8_texts`, `scan_utf8_columns`; `trim`: `trim`, `Trimmed`, `Removal`;
 //! - `json_lines`: `JsonLinesScan`, the JSON-lines reader of `loopbreak scan`.
@@ -15,13 +16,14 @@ mod detectors;
 mod findings;
 mod input;
 mod json_lines;
+mod rule_info;
 mod rules;
 mod trim;
 
 /// The module runs without the GIL on a free-threaded Python (`gil_used = false`), because
 /// nothing it exposes relies on the GIL for safety:
 /// - every class is `frozen`: Python can never take a mutable borrow of one;
-/// - `Rules`, `Finding`, `TokenFinding`, `Removal` and `Trimmed` never change once built;
+/// - `Rules`, `RuleInfo`, `Finding`, `TokenFinding`, `Removal` and `Trimmed` never change once built;
 /// - `Detector`, `TokenDetector` and `TokenStreams` keep their state in a `Mutex`, taken for
 ///   the whole of each method (`input::lock`), so two threads feeding one detector are
 ///   serialised as they are under the GIL; the lock is waited for with the GIL released, so a
@@ -45,6 +47,8 @@ mod _core {
     #[pymodule_export]
     use super::json_lines::{PyJsonLines, PyJsonLinesScan};
     #[pymodule_export]
+    use super::rule_info::PyRuleInfo;
+    #[pymodule_export]
     use super::rules::PyRules;
     #[pymodule_export]
     use super::trim::{trim, PyRemoval, PyTrimmed};
@@ -54,6 +58,7 @@ mod _core {
         m.add("DEFAULT_KEEP", crate::DEFAULT_KEEP)?;
         // The rules' names in code order: `RULE_NAMES[code]` names the rule in columnar output.
         m.add("RULE_NAMES", PyTuple::new(m.py(), crate::Rule::ALL.map(crate::Rule::name))?)?;
+        m.add("RULE_INFO", super::rule_info::rule_info(m.py())?)?;
         m.add("__version__", env!("CARGO_PKG_VERSION"))
     }
 }

@@ -8,7 +8,7 @@ use pyo3::types::PyDict;
 use super::input::{text_arg, Int};
 use crate::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES};
 
-/// Thresholds of the four rules (see the `Rules` docs for each field and its default).
+/// Thresholds of every rule (see the `Rules` docs for each field and its default).
 #[pyclass(name = "Rules", module = "loopbreak", frozen, eq)]
 #[derive(Clone, PartialEq)]
 pub struct PyRules {

@@ -173,6 +173,66 @@ def test_custom_rules_are_used() -> None:
     assert found is not None and (found.repeats, found.detected_at) == (25, 25 * 11)
 
 
+# --- Rule metadata ----------------------------------------------------------------------------
+
+# A text each rule finds first at the defaults; blank lines fall at random between the identical
+# lines, so that no block repeats back to back there.
+_LONG = (
+    "The quick brown fox jumps over the lazy dog, and the cat sleeps on the warm mat by the door. "
+    "Then a heron lands near the quiet pond where frogs sing all night long in June. "
+)
+_GAPS = random.Random(7)
+RULE_TEXTS = {
+    "periodic_run": "Intro\n" + "loadTools. " * 30,
+    "long_block": "Intro\n" + _LONG * 8,
+    "identical_lines": "Intro\n"
+    + "".join(
+        "The answer is still the same line.\n" + "\n" * _GAPS.randrange(3) for _ in range(30)
+    ),
+    "counter_lines": "Intro\n" + "".join(f"{i}. test.py\n" for i in range(1, 60)),
+}
+
+
+def test_rule_info_describes_every_rule_in_code_order() -> None:
+    assert list(loopbreak.RULE_INFO) == list(loopbreak.RULE_NAMES)
+    for name, info in loopbreak.RULE_INFO.items():
+        assert isinstance(info, loopbreak.RuleInfo)
+        assert info.name == name
+        assert info.copy in ("block", "line")
+        assert info.period and info.description
+        assert repr(info).startswith(f"RuleInfo(name='{name}', copy='{info.copy}'")
+    with pytest.raises(KeyError):
+        loopbreak.RULE_INFO["near_miss"]  # type: ignore[index]
+    with pytest.raises(TypeError):
+        loopbreak.RULE_INFO["periodic_run"] = loopbreak.RULE_INFO["long_block"]  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        loopbreak.RULE_INFO["periodic_run"].copy = "line"  # type: ignore[misc]
+
+
+def test_each_rule_reads_thresholds_of_rules_and_every_threshold_is_read() -> None:
+    table = list(Rules().to_dict())
+    for name, info in loopbreak.RULE_INFO.items():
+        assert info.thresholds, name
+        assert all(hasattr(Rules(), t) for t in info.thresholds), (name, info.thresholds)
+        # In the order of the fields, as the table of thresholds lists them.
+        assert sorted(info.thresholds, key=table.index) == list(info.thresholds), name
+    read = {t for info in loopbreak.RULE_INFO.values() for t in info.thresholds}
+    assert read == set(table)
+
+
+def test_a_rules_copy_is_what_its_repeats_count() -> None:
+    """``copy == "block"``: copies of ``period`` units back to back; ``"line"``: non-blank lines."""
+    assert set(RULE_TEXTS) == set(loopbreak.RULE_NAMES)
+    for rule, text in RULE_TEXTS.items():
+        f = scan(text)[0]
+        assert f.rule == rule
+        region = text[f.start : f.end]
+        if loopbreak.RULE_INFO[rule].copy == "block":
+            assert f.repeats == len(region) // f.period > 1
+        else:
+            assert f.repeats == sum(1 for line in region.splitlines() if line.strip()) > 1
+
+
 # --- Finding ----------------------------------------------------------------------------------
 
 

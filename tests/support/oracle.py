@@ -1,4 +1,4 @@
-"""A slow, obviously correct pure-Python oracle of loopbreak's four rules.
+"""A slow, obviously correct pure-Python oracle of loopbreak's rules.
 
 It is written from the rule spec (the docstrings of ``loopbreak.Rules`` and ``rust/rules.rs``),
 not from the Rust detector, so that the property tests can catch bugs in the detector. It favours
@@ -29,18 +29,12 @@ import dataclasses
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import loopbreak
 
-RuleName = Literal["periodic_run", "long_block", "identical_lines", "counter_lines"]
-
-RULE_ORDER: dict[str, int] = {
-    "periodic_run": 0,
-    "long_block": 1,
-    "identical_lines": 2,
-    "counter_lines": 3,
-}
+if TYPE_CHECKING:
+    from loopbreak._core import RuleName
 
 # Rust's char::is_whitespace: the Unicode White_Space property, in full.
 WHITESPACE: frozenset[str] = frozenset(
@@ -242,7 +236,7 @@ def rstrip_whitespace(line: str) -> str:
 class OracleFinding:
     """The fields of a ``loopbreak.Finding``, as plain values."""
 
-    rule: str
+    rule: RuleName
     period: int
     block: str
     start: int
@@ -253,7 +247,7 @@ class OracleFinding:
 
 class FindingLike(Protocol):
     @property
-    def rule(self) -> str: ...
+    def rule(self) -> RuleName: ...
     @property
     def period(self) -> int: ...
     @property
@@ -301,11 +295,11 @@ class Candidate:
 
     def sort_key(self) -> tuple[int, int, int, int]:
         f = self.finding
-        return (f.detected_at, f.start, RULE_ORDER[f.rule], f.period)
+        return (f.detected_at, f.start, loopbreak.RULE_NAMES.index(f.rule), f.period)
 
     def claim(self, t: int) -> int:
         """How far this region reaches once ``t`` units have been seen."""
-        if self.finding.rule in ("identical_lines", "counter_lines"):
+        if loopbreak.RULE_INFO[self.finding.rule].copy == "line":
             reached = [end for end in self.line_ends if end <= t]
             return max(reached) if reached else 0
         return min(self.region_end, t)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from loopbreak._core import DEFAULT_KEEP, Rules, TokenFinding, trim
+from loopbreak._core import DEFAULT_KEEP, RULE_INFO, Rules, TokenFinding, trim
 
 Decode = Callable[[list[int]], str]
 
@@ -79,7 +79,7 @@ def token_loop(
         found = removal.finding
         block = decode(ids[found.start : found.start + found.period])
         preview = block if len(block) <= _PREVIEW else block[:_PREVIEW] + "…"
-        what = "lines" if found.rule in ("identical_lines", "counter_lines") else "times"
+        what = "lines" if RULE_INFO[found.rule].copy == "line" else "times"
         parts.append(decode(ids[cursor : removal.start]))
         parts.append(
             f"\n[loopbreak: removed {removal.units} tokens:"
