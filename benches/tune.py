@@ -34,10 +34,10 @@ sys.path.insert(0, str(REPO / "tests"))
 from support import benign  # noqa: E402
 from support.oracle import (  # noqa: E402
     PACKED_CONTEXT,
-    line_kind,
-    periodic_kind,
+    line_class_of,
     required_counter_lines_at,
     required_lines,
+    run_class_of,
     run_span,
 )
 
@@ -177,12 +177,12 @@ def regions(
         span = f.end - f.start
         if f.rule == "identical_lines":
             kind = "lines"
-            load = f.repeats / required_lines(rules, line_kind(f.block), len(f.block))
+            load = f.repeats / required_lines(rules, line_class_of(f.block), len(f.block))
         elif f.rule == "counter_lines":
             kind = "counters"
             load = f.repeats / required_counter_lines_at(rules, text, f.start, f.block)
         else:
-            kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
+            kind = run_class_of(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
             load = span / run_span(rules, f.block, kind)
         yield Region(source, kind, f.rule, f.period, f.repeats, span, load, f.block)
 
@@ -234,7 +234,7 @@ def benign_report(rules: loopbreak.Rules, judge_all: bool, top: int) -> bool:
     files = len({i for i, _ in generated})
     print(f"findings in machine-generated files: {len(generated)} in {files} files {by_signal}")
     for i, f in generated:
-        kind = periodic_kind(f.block, texts[i][max(0, f.start - PACKED_CONTEXT) : f.start])
+        kind = run_class_of(f.block, texts[i][max(0, f.start - PACKED_CONTEXT) : f.start])
         what = kind if f.rule in ("periodic_run", "long_block") else f.rule
         print(
             f"  [{signals[i]}] {what:11} {f.rule} p={f.period} x{f.repeats} {f.block[:40]!r}  {names[i]}"

@@ -213,7 +213,7 @@ macro_rules! with_thresholds {
                 small: 48,
             }
 
-            /// Span needed by a table row or indented data (see [`crate::BlockKind::Table`]), and
+            /// Span needed by a table row or indented data (see [`crate::BlockClass::Table`]), and
             /// after which it needs fewer than `code_min_repeats`.
             table_span: u32 {
                 least: 0,
@@ -238,7 +238,7 @@ macro_rules! with_thresholds {
                 // The incident's rule is 25 identical lines; a line of words needs fewer (clean model
                 // output repeats a line up to ~7 times, prose ~5).
                 default: 14,
-                // Benign lines of words (not statements nor table rows, see `KindCounts::line_kind`)
+                // Benign lines of words (not statements nor table rows, see `ClassCounts::line_class`)
                 // repeat at most 6 times in a row (an `#include` in torch's generated headers); clean
                 // model output up to ~7, prose ~5. 14 leaves 2.33x and finds a model that repeats a
                 // line 14 times and stops by itself; the development set's line loops repeat 15 to

@@ -15,7 +15,7 @@ import pytest
 
 import loopbreak
 from loopbreak import DEFAULT_KEEP, Detector, Finding, Rules, scan, trim
-from support.oracle import block_kind, first_held, required_span
+from support.oracle import class_of, first_held, required_span
 
 FIELDS = [
     "max_period",
@@ -165,7 +165,7 @@ def test_rules_take_keywords_only() -> None:
 
 def test_custom_rules_are_used() -> None:
     text = "loadTools. " * 30
-    need = required_span(Rules(), 11, block_kind("loadTools. "))
+    need = required_span(Rules(), 11, class_of("loadTools. "))
     assert only(scan(text)).detected_at == need
     rules = Rules(min_repeats=25, text_span=1000)
     assert only(scan(text, rules)).detected_at == 25 * 11
