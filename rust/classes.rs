@@ -167,13 +167,14 @@ impl BlockClass {
 /// A table row has fewer than one distinct unit per this many units, and at most
 /// [`TABLE_ALPHABET`] distinct units (see [`BlockClass::of_block`]): `/.notdef ` eight times on
 /// a line (10 distinct in 72), a line of 64 `M`s (5 in 72), a minified array's row (7 in 44).
-/// A sentence of 137 units (d12 of the development set) has 22.
+/// A sentence of 137 units a model looped on (a chess analysis, docs/tuning.md) has 22.
 pub const VARIETY: usize = 6;
 pub const TABLE_ALPHABET: usize = 11;
 
 /// Line breaks in a periodic block of code without letters of words that make it a table of
 /// numbers (see [`BlockClass::of_block`]): a row of numbers repeated on its own is a short block
-/// of code (` -1.000000` 164 times, d09 of the development set, is a loop).
+/// of code (` -1.000000` 164 times after a timestamp, tests/data/smollm2_minus_one_loop.txt, is a
+/// model's loop).
 pub const TABLE_LINES: usize = 2;
 
 /// Units of packed data (see [`BlockClass::of_run`]) before a run that make it part of a payload:
@@ -474,7 +475,8 @@ mod tests {
         assert_eq!(BlockClass::of_line(&units("      cssAddon: true,")), BlockClass::Text);
         assert_eq!(BlockClass::of_line(&units("Yes,")), BlockClass::Text);
         assert_eq!(BlockClass::of_line(&units(&"人民 ".repeat(20))), BlockClass::Text);
-        // Rows of numbers over several lines are a table; one row alone is code (d09's loop).
+        // Rows of numbers over several lines are a table; one row alone is code (a model's
+        // loop: tests/data/smollm2_minus_one_loop.txt).
         let rows = "[ 0   1   2   3  ...... 30  31 ]\n[ 32  33  34  35 ...... 62  63 ]\n";
         assert_eq!(BlockClass::of_block(&units(rows)), BlockClass::Table);
         assert_eq!(BlockClass::of_block(&units(" -1.000000")), BlockClass::Code);

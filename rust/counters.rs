@@ -477,7 +477,10 @@ fn is_digit(unit: u32) -> bool {
 /// apostrophe, quotes, backticks, a colon, emphasis). A chat-template marker (`<|im_start|>`,
 /// `<|eot_id|>`: `<|`, ASCII letters, digits or `_`, `|>`) is text a model writes between
 /// turns: its units count in the template's length and as nothing else, and a line of markers
-/// alone is of no class.
+/// alone is of no class. A model that runs past its turn writes its chat template's special
+/// tokens as text, a turn after each; read as code (`<`, `>`), such a cycle would need 25 lines,
+/// not the 16 of words. One loop of the corpora does this: llama.cpp#19585
+/// (tests/data/llama_cpp_19585_loop.txt), found so at its 17th line.
 pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>], stepped: &[u32]) -> u64 {
     let mut template_len = 0;
     let (mut code, mut data) = (false, counter_width(&lines[0], stepped) >= 4);
@@ -581,7 +584,9 @@ fn is_template_code_mark(byte: u8) -> bool {
     matches!(byte, b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' | b'=' | b';' | b'+')
 }
 
-/// The length of the chat-template marker `units` starts with (`<|im_end|>`), or 0.
+/// The length of the chat-template marker `units` starts with (`<|im_end|>`), or 0: `<|`, a name
+/// of ASCII letters, digits or `_`, `|>`, the shape of the special tokens of ChatML
+/// (`<|im_start|>`, `<|im_end|>`) and Llama 3 (`<|eot_id|>`) templates.
 fn chat_marker_len(units: &[u32]) -> usize {
     let ascii = |i: usize| units.get(i).map_or(0, |&unit| if unit < 128 { unit as u8 } else { 0 });
     if ascii(0) != b'<' || ascii(1) != b'|' {
@@ -680,8 +685,14 @@ fn is_fraction(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
 /// Whether the digit run at `k` is the tail of a name or an index: right after `_` or `[`, or
 /// after letters that are no word: fewer than three (`x1`, `v2`, the `x` of `0x1f`), glued to a
 /// digit or `_` before them (`0xff1`, `var_ab2`), or with a capital after the first
-/// (`shHereDoc01`, `krlError0`: camel-case names in vim's syntax files). After a word
-/// (`backup7`, `assistant57`, `Item7`) a number counts: a model numbering files or turns.
+/// (`shHereDoc01`, `krlError0`: a camel-case identifier, which code numbers and a model
+/// numbering items or turns does not write). After a word (`backup7`, `assistant57`, `Item7`) a
+/// number counts: a model numbering files or turns.
+///
+/// The camel-case clause decides one file of the benign corpus (docs/tuning.md) at the
+/// defaults: vim's syntax/sh.vim links `shHereDoc01` to `shHereDoc16`, 16 lines of a template
+/// of words, as many as `counter_min_lines` asks (krl.vim's `krlError0` to `krlError10` stop at
+/// 11). No loop of the corpora counts on after a camel-case name.
 fn part_of_a_name(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
     let letter = |at: usize| classify(unit(at)) == UnitClass::Letter;
     if k == 0 {
@@ -877,7 +888,8 @@ mod tests {
 
     #[test]
     fn a_cycle_is_code_if_a_line_is_else_words_if_a_line_is() {
-        // 13.txt: a chat-template marker is no code, so both lines are words.
+        // llama.cpp#19585 (tests/data/llama_cpp_19585_loop.txt): a chat-template marker is no
+        // code, so both lines are words.
         let cycle = ["<|im_start|>assistant57", "tell me something about you？<|im_end|>"];
         assert_eq!(needs(&cycle, "<|im_start|>assistant58"), 16);
         assert_eq!(needs(&["1. Apple", "x = f(1);"], "3. Apple"), 25);

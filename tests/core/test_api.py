@@ -501,9 +501,9 @@ def test_load_tools_found_within_25_repeats(block: str, prefix: str, delta: int)
     assert found.block in block * 2  # the block, maybe rotated
 
 
-def test_the_incident_block_is_found_early_and_trimmed() -> None:
-    """255,388 chars with `loadTools.` 20,416 times: found within ~250 chars, trimmed to a few
-    hundred."""
+def test_the_readmes_loadtools_block_is_found_early_and_trimmed() -> None:
+    """The loop the README opens with, an agent's last step of 255,388 chars with `loadTools.`
+    20,416 times: found within ~250 chars, trimmed to a few hundred."""
     loop = "loadTools." * 20_416
     intro = "Now I have everything I need. Let me write the final answer.\n\n"
     intro += prose_words(random.Random(5), 12_000)[: 255_388 - len(intro) - len(loop)]
