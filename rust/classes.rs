@@ -167,7 +167,7 @@ impl BlockClass {
 /// A table row has fewer than one distinct unit per this many units, and at most
 /// [`TABLE_ALPHABET`] distinct units (see [`BlockClass::of_block`]): `/.notdef ` eight times on
 /// a line (10 distinct in 72), a line of 64 `M`s (5 in 72), a minified array's row (7 in 44).
-/// A sentence of 137 units a model looped on (a chess analysis, docs/tuning.md) has 22.
+/// A sentence of 137 units a model looped on (a chess analysis, docs/tuning.md) has 20.
 pub const VARIETY: usize = 6;
 pub const TABLE_ALPHABET: usize = 11;
 
