@@ -1,4 +1,4 @@
-"""The baseline loopbreak is compared against: the rules from the incident report, in pure Python.
+"""The baseline loopbreak is compared against: the baseline rules (docs/tuning.md), in pure Python.
 
 Every ~2 KB of growth (``CHECK_EVERY`` chars), look at the last 3,000 chars (``WINDOW``) and flag:
 

@@ -1,6 +1,7 @@
 """loopbreak and the pure-Python baseline (benches/baseline.py) side by side, in one process, on
 the same corpus: the running Python's standard library as clean text, the real loop excerpts plus
-a synthetic copy of the incident as degenerate text. Prints one table.
+a synthetic copy of the `loadTools.` loop the README opens with as degenerate text. Prints one
+table.
 
     python benches/compare.py            # the full run (well under a minute on 2 cores)
     python benches/compare.py --quick    # a smoke run of a few seconds
@@ -318,7 +319,8 @@ def measure_trim_rss() -> float:
 
 
 def loop_chars_before_stop(impl: Impl) -> Optional[int]:
-    """Fed the incident in 4-char deltas: chars of the loop seen when the first finding came."""
+    """Fed the `loadTools.` incident in 4-char deltas: chars of the loop seen when the first
+    finding came."""
     detector = impl.new()
     for delta in pieces(corpus.incident_text(), DELTA_LEN):
         found = detector.feed(delta)

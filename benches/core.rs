@@ -19,7 +19,7 @@ const CLEAN_BUDGET: usize = 4_000_000;
 const SUFFIXES: [&str; 3] = ["py", "rst", "txt"];
 /// Installed packages vary from machine to machine; bytecode caches are not text.
 const SKIP_DIRS: [&str; 2] = ["site-packages", "__pycache__"];
-/// The synthetic incident: some prose, then the loop the agent fell into (DESIGN.md).
+/// The synthetic incident: some prose, then the loop the README opens with (`loadTools.`).
 const INCIDENT_PROSE: &str = "The test suite passes and the build is green. Before I write the \
 summary, I will check which tools are still available to me on this final step, so that the \
 report lists every change I made and the reasons for it.\n\n";

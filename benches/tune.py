@@ -34,10 +34,10 @@ sys.path.insert(0, str(REPO / "tests"))
 from support import benign  # noqa: E402
 from support.oracle import (  # noqa: E402
     PACKED_CONTEXT,
-    line_kind,
-    periodic_kind,
+    line_class_of,
     required_counter_lines_at,
     required_lines,
+    run_class_of,
     run_span,
 )
 
@@ -172,13 +172,13 @@ class Region:
 def block_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
     """A block repeated back to back: its kind, read in its context, and its span over the span
     required of it."""
-    kind = periodic_kind(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
+    kind = run_class_of(f.block, text[max(0, f.start - PACKED_CONTEXT) : f.start])
     return kind, (f.end - f.start) / run_span(rules, f.block, kind)
 
 
 def lines_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
     """Identical lines: the lines over the lines required."""
-    return "lines", f.repeats / required_lines(rules, line_kind(f.block), len(f.block))
+    return "lines", f.repeats / required_lines(rules, line_class_of(f.block), len(f.block))
 
 
 def counters_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:

@@ -19,7 +19,7 @@ pub fn is_whitespace(unit: u32) -> bool {
     classify(unit) == UnitClass::Whitespace
 }
 
-/// What one unit counts as when a block's kind is decided.
+/// What one unit counts as when a block's class is decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UnitClass {
     Whitespace,
@@ -67,7 +67,7 @@ pub fn classify(unit: u32) -> UnitClass {
 
 /// What a block is made of decides how much of it normal text may contain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BlockKind {
+pub enum BlockClass {
     /// Only whitespace: indentation, blank lines.
     Whitespace,
     /// One visible char, maybe with whitespace: `-----`, `= = =`, `aaaa`.
@@ -83,100 +83,101 @@ pub enum BlockKind {
     /// `"*",0,0,0,"*",0,0,0,"i32",...`, a banner line of `// STOP STOP STOP ...`); or, for a
     /// periodic block, several lines with no letters of words (a table of numbers).
     Table,
-    /// A run of packed-data chars inside a payload (see [`BlockKind::of_run`]): base64 in a data
+    /// A run of packed-data chars inside a payload (see [`BlockClass::of_run`]): base64 in a data
     /// URI, a source map's mappings.
     Payload,
 }
 
-impl BlockKind {
-    pub const ALL: [BlockKind; 6] = [
-        BlockKind::Whitespace,
-        BlockKind::SingleChar,
-        BlockKind::Text,
-        BlockKind::Code,
-        BlockKind::Table,
-        BlockKind::Payload,
+impl BlockClass {
+    pub const ALL: [BlockClass; 6] = [
+        BlockClass::Whitespace,
+        BlockClass::SingleChar,
+        BlockClass::Text,
+        BlockClass::Code,
+        BlockClass::Table,
+        BlockClass::Payload,
     ];
 
     /// Classifies a line of code points (token ids are classified the same way, as if they were
     /// code points; callers of the token API choose rules to suit).
-    pub fn of(units: &[u32]) -> BlockKind {
-        let mut counts = KindCounts::default();
+    pub fn of(units: &[u32]) -> BlockClass {
+        let mut counts = ClassCounts::default();
         for &u in units {
             counts.add(u);
         }
-        counts.kind()
+        counts.class()
     }
 
-    /// Classifies a line's content (see [`KindCounts::line_kind`]).
-    pub fn of_line(units: &[u32]) -> BlockKind {
-        let mut counts = KindCounts::default();
+    /// Classifies a line's content (see [`ClassCounts::line_class`]).
+    pub fn of_line(units: &[u32]) -> BlockClass {
+        let mut counts = ClassCounts::default();
         units.iter().for_each(|&u| counts.add(u));
-        counts.line_kind()
+        counts.line_class()
     }
 
     /// Classifies the block of a periodic run, whose units are all at hand: on top of what
-    /// [`BlockKind::of`] counts, a block of words or code made of few distinct units (at most
+    /// [`BlockClass::of`] counts, a block of words or code made of few distinct units (at most
     /// [`TABLE_ALPHABET`], fewer than one per [`VARIETY`] units) is a table row, and so is a
     /// block of code of [`TABLE_LINES`] lines or more with no letters of words: rows of
     /// numbers, as in a layout diagram of a tensor's threads (`[ 0   1   2   3  ...... 30  31 ]`
     /// four times per warp, 584 units a copy, in triton's TritonGPUAttrDefs.td). Prose and code
     /// have a new char every few units and draw on more than a dozen; a looping paragraph or
     /// code block has words.
-    pub fn of_block<T: Copy + Into<u32>>(units: &[T]) -> BlockKind {
-        let mut counts = KindCounts::default();
+    pub fn of_block<T: Copy + Into<u32>>(units: &[T]) -> BlockClass {
+        let mut counts = ClassCounts::default();
         units.iter().for_each(|&u| counts.add(u.into()));
-        let kind = counts.kind();
-        if matches!(kind, BlockKind::Text | BlockKind::Code) && units.len() > VARIETY {
+        let class = counts.class();
+        if matches!(class, BlockClass::Text | BlockClass::Code) && units.len() > VARIETY {
             let mut distinct: Vec<u32> = units.iter().map(|&u| u.into()).collect();
             distinct.sort_unstable();
             distinct.dedup();
             if distinct.len() <= TABLE_ALPHABET && distinct.len() * VARIETY < units.len() {
-                return BlockKind::Table;
+                return BlockClass::Table;
             }
         }
         // Counted only for a block of code without letters of words: most blocks are not.
         let lines = || units.iter().filter(|&&u| u.into() == u32::from('\n')).count();
-        if kind == BlockKind::Code && counts.word_letters() == 0 && lines() >= TABLE_LINES {
-            return BlockKind::Table;
+        if class == BlockClass::Code && counts.word_letters() == 0 && lines() >= TABLE_LINES {
+            return BlockClass::Table;
         }
-        kind
+        class
     }
 
-    /// The kind of the run of `block` that starts right after `before` (which holds at least
+    /// The class of the run of `block` that starts right after `before` (which holds at least
     /// [`PACKED_CONTEXT`] units where the text has them). The unit before a run says what it
     /// repeats inside of: a run right after `[` or `(` is a list of items (`tuple[int, int,
     /// ...]` in a type stub) and counts as code; a block of packed-data chars after
     /// [`PACKED_CONTEXT`] of them is part of a payload (base64 in a data URI, a source map's
     /// mappings) and needs `payload_span`.
-    pub fn of_run<T: Copy + Into<u32>>(block: &[T], before: &[T]) -> BlockKind {
+    pub fn of_run<T: Copy + Into<u32>>(block: &[T], before: &[T]) -> BlockClass {
         let packed = |units: &[T]| units.iter().all(|&u| is_packed(u.into()));
         if before.len() >= PACKED_CONTEXT && packed(&before[before.len() - PACKED_CONTEXT..]) && packed(block) {
-            return BlockKind::Payload;
+            return BlockClass::Payload;
         }
-        let kind = BlockKind::of_block(block);
+        let class = BlockClass::of_block(block);
         let in_list = before.last().is_some_and(|&u| matches!(char::from_u32(u.into()), Some('[' | '(')));
-        if kind == BlockKind::Text && in_list {
-            BlockKind::Code
+        if class == BlockClass::Text && in_list {
+            BlockClass::Code
         } else {
-            kind
+            class
         }
     }
 }
 
 /// A table row has fewer than one distinct unit per this many units, and at most
-/// [`TABLE_ALPHABET`] distinct units (see [`BlockKind::of_block`]): `/.notdef ` eight times on
+/// [`TABLE_ALPHABET`] distinct units (see [`BlockClass::of_block`]): `/.notdef ` eight times on
 /// a line (10 distinct in 72), a line of 64 `M`s (5 in 72), a minified array's row (7 in 44).
-/// A sentence of 137 units (d12 of the development set) has 22.
+/// A sentence of 137 units a model looped on (a chess analysis, docs/tuning.md) has 20.
 pub const VARIETY: usize = 6;
 pub const TABLE_ALPHABET: usize = 11;
 
 /// Line breaks in a periodic block of code without letters of words that make it a table of
-/// numbers (see [`BlockKind::of_block`]): a row of numbers repeated on its own is a short block
-/// of code (` -1.000000` 164 times, d09 of the development set, is a loop).
+/// numbers (see [`BlockClass::of_block`]): a row of numbers repeated on its own is a short block
+/// of code (` -1.000000` 164 times after a timestamp, tests/data/smollm2_minus_one_loop.txt, is a
+/// model's loop).
 pub const TABLE_LINES: usize = 2;
 
-/// Units of packed data (see [`BlockKind::of_run`]) before a run that make it part of a payload:
+/// Units of packed data (see [`BlockClass::of_run`]) before a run that make it part of a payload:
 /// prose and code break every few dozen units with a space or a bracket.
 pub const PACKED_CONTEXT: usize = 64;
 
@@ -186,9 +187,9 @@ fn is_packed(unit: u32) -> bool {
     unit < 0x80 && ((unit as u8).is_ascii_alphanumeric() || matches!(unit as u8, b'+' | b'/' | b',' | b';'))
 }
 
-/// Running counts from which a [`BlockKind`] is decided, so a line can be classified as it streams.
+/// Running counts from which a [`BlockClass`] is decided, so a line can be classified as it streams.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct KindCounts {
+pub struct ClassCounts {
     whitespace: u64,
     visible: u64,
     letters: u64,
@@ -216,7 +217,7 @@ pub struct KindCounts {
     mixed_visible: bool,
 }
 
-/// The set of more units than a table row holds (see [`KindCounts::see`]).
+/// The set of more units than a table row holds (see [`ClassCounts::see`]).
 const MANY_UNITS: u128 = u128::MAX;
 
 /// The ASCII whitespace units, one bit each (see [`is_ascii_space`]).
@@ -224,7 +225,7 @@ const ASCII_SPACES: u128 = 1 << b' ' | 0x1f << 0x09;
 
 /// A mark of code, one of the ASCII chars words do not hold: `_ ( ) [ ] { } < > = ; " ' \``. As
 /// compares (a bit looked up in a 128-bit mask, a shift across two words, cost the counting pass
-/// of [`KindCounts::add_all`] a third more instructions).
+/// of [`ClassCounts::add_all`] a third more instructions).
 pub(crate) const fn is_code_mark(byte: u8) -> bool {
     let folded = byte | 0x20;
     // `;` to `>` and `(` `)` are ranges; `[` `]` fold onto `{` `}`, which no other char does.
@@ -248,7 +249,7 @@ const fn is_hex_mark(byte: u8) -> bool {
     byte.wrapping_sub(b'0') < 10 || byte | 0x20 == b'x'
 }
 
-impl KindCounts {
+impl ClassCounts {
     #[inline]
     pub fn add(&mut self, unit: u32) {
         match classify(unit) {
@@ -369,7 +370,7 @@ impl KindCounts {
         }
     }
 
-    /// The kind of a line (its content, without trailing whitespace): as [`KindCounts::kind`],
+    /// The class of a line (its content, without trailing whitespace): as [`ClassCounts::class`],
     /// but a line of words with no whitespace inside, nothing beyond ASCII and a mark of code
     /// is an identifier or a statement (`    PARSE_UNSIGNED_ITERATION(uint64_t);`) and counts as
     /// code. A one-word line (`Yes,`) stays a line of words. A line is a table row as the block
@@ -379,18 +380,18 @@ impl KindCounts {
     /// [`TABLE_ALPHABET`] visible ones and its whitespace as one, fewer than one per [`VARIETY`]
     /// units: `// STOP STOP STOP ...` 18 times in torch's cpp_custom_type_hack.h,
     /// `/.notdef /.notdef ...` 8 times in vim's PostScript encodings).
-    pub fn line_kind(&self) -> BlockKind {
+    pub fn line_class(&self) -> BlockClass {
         let distinct = u64::from(self.ascii_seen.count_ones()) + u64::from(self.inner_whitespace > 0);
         let few_distinct = self.non_ascii == 0
             && distinct <= TABLE_ALPHABET as u64
             && distinct * (VARIETY as u64) < self.visible + self.whitespace;
         let indented_item = self.whitespace + 1 >= self.visible;
-        match self.kind() {
-            BlockKind::Text | BlockKind::Code if few_distinct || indented_item => BlockKind::Table,
-            BlockKind::Text if self.inner_whitespace == 0 && self.non_ascii == 0 && self.code_marks > 0 => {
-                BlockKind::Code
+        match self.class() {
+            BlockClass::Text | BlockClass::Code if few_distinct || indented_item => BlockClass::Table,
+            BlockClass::Text if self.inner_whitespace == 0 && self.non_ascii == 0 && self.code_marks > 0 => {
+                BlockClass::Code
             }
-            kind => kind,
+            class => class,
         }
     }
 
@@ -411,17 +412,17 @@ impl KindCounts {
         }
     }
 
-    pub fn kind(&self) -> BlockKind {
+    pub fn class(&self) -> BlockClass {
         if self.visible == 0 {
-            BlockKind::Whitespace
+            BlockClass::Whitespace
         } else if !self.mixed_visible {
-            BlockKind::SingleChar
+            BlockClass::SingleChar
         } else if self.whitespace >= self.visible {
-            BlockKind::Table
+            BlockClass::Table
         } else if 4 * self.word_letters() >= 3 * self.visible && 2 * self.whitespace <= self.visible {
-            BlockKind::Text
+            BlockClass::Text
         } else {
-            BlockKind::Code
+            BlockClass::Code
         }
     }
 }
@@ -435,19 +436,19 @@ mod tests {
     }
 
     #[test]
-    fn kinds() {
-        assert_eq!(BlockKind::of(&units("  \n\t")), BlockKind::Whitespace);
-        assert_eq!(BlockKind::of(&units("-")), BlockKind::SingleChar);
-        assert_eq!(BlockKind::of(&units("= ")), BlockKind::SingleChar);
-        assert_eq!(BlockKind::of(&units("loadTools.")), BlockKind::Text);
-        assert_eq!(BlockKind::of(&units("人民法院 ")), BlockKind::Text);
-        assert_eq!(BlockKind::of(&units("Привет, ")), BlockKind::Text);
-        assert_eq!(BlockKind::of(&units("    '\\ufffe'\n")), BlockKind::Code);
-        assert_eq!(BlockKind::of(&units("0, ")), BlockKind::Code);
+    fn classes() {
+        assert_eq!(BlockClass::of(&units("  \n\t")), BlockClass::Whitespace);
+        assert_eq!(BlockClass::of(&units("-")), BlockClass::SingleChar);
+        assert_eq!(BlockClass::of(&units("= ")), BlockClass::SingleChar);
+        assert_eq!(BlockClass::of(&units("loadTools.")), BlockClass::Text);
+        assert_eq!(BlockClass::of(&units("人民法院 ")), BlockClass::Text);
+        assert_eq!(BlockClass::of(&units("Привет, ")), BlockClass::Text);
+        assert_eq!(BlockClass::of(&units("    '\\ufffe'\n")), BlockClass::Code);
+        assert_eq!(BlockClass::of(&units("0, ")), BlockClass::Code);
         // Indented lines read as code, however wordy: 26 of these are in CPython's email tests.
-        assert_eq!(BlockKind::of(&units("\n        text/plain")), BlockKind::Code);
-        assert_eq!(BlockKind::of(&units("it ")), BlockKind::Text);
-        assert_eq!(BlockKind::of(&units("|---")), BlockKind::Code);
+        assert_eq!(BlockClass::of(&units("\n        text/plain")), BlockClass::Code);
+        assert_eq!(BlockClass::of(&units("it ")), BlockClass::Text);
+        assert_eq!(BlockClass::of(&units("|---")), BlockClass::Code);
     }
 
     #[test]
@@ -462,23 +463,24 @@ mod tests {
         // A banner line of one word, an encoding vector: few distinct units, counted as a line
         // streams (in slices) or at once.
         let banner = units(&format!("// {}STOP", "STOP ".repeat(14)));
-        assert_eq!(BlockKind::of_line(&banner), BlockKind::Table);
-        let mut sliced = KindCounts::default();
+        assert_eq!(BlockClass::of_line(&banner), BlockClass::Table);
+        let mut sliced = ClassCounts::default();
         banner.chunks(7).for_each(|slice| sliced.add_all(slice));
-        assert_eq!(sliced.line_kind(), BlockKind::Table);
-        assert_eq!(BlockKind::of_line(&units(&"/.notdef ".repeat(8))), BlockKind::Table);
+        assert_eq!(sliced.line_class(), BlockClass::Table);
+        assert_eq!(BlockClass::of_line(&units(&"/.notdef ".repeat(8))), BlockClass::Table);
         // An indented item: as much whitespace as visible units once its newline is counted.
-        assert_eq!(BlockKind::of_line(&units("    None,")), BlockKind::Table);
-        assert_eq!(BlockKind::of_line(&units("- call read_file(path='src/3.py')")), BlockKind::Code);
+        assert_eq!(BlockClass::of_line(&units("    None,")), BlockClass::Table);
+        assert_eq!(BlockClass::of_line(&units("- call read_file(path='src/3.py')")), BlockClass::Code);
         // Lines of words, short lines of one word, statements and non-ASCII lines are not.
-        assert_eq!(BlockKind::of_line(&units("      cssAddon: true,")), BlockKind::Text);
-        assert_eq!(BlockKind::of_line(&units("Yes,")), BlockKind::Text);
-        assert_eq!(BlockKind::of_line(&units(&"人民 ".repeat(20))), BlockKind::Text);
-        // Rows of numbers over several lines are a table; one row alone is code (d09's loop).
+        assert_eq!(BlockClass::of_line(&units("      cssAddon: true,")), BlockClass::Text);
+        assert_eq!(BlockClass::of_line(&units("Yes,")), BlockClass::Text);
+        assert_eq!(BlockClass::of_line(&units(&"人民 ".repeat(20))), BlockClass::Text);
+        // Rows of numbers over several lines are a table; one row alone is code (a model's
+        // loop: tests/data/smollm2_minus_one_loop.txt).
         let rows = "[ 0   1   2   3  ...... 30  31 ]\n[ 32  33  34  35 ...... 62  63 ]\n";
-        assert_eq!(BlockKind::of_block(&units(rows)), BlockKind::Table);
-        assert_eq!(BlockKind::of_block(&units(" -1.000000")), BlockKind::Code);
-        assert_eq!(BlockKind::of_block(&units("n[0]=1;\nm[1]=2;\n")), BlockKind::Code);
+        assert_eq!(BlockClass::of_block(&units(rows)), BlockClass::Table);
+        assert_eq!(BlockClass::of_block(&units(" -1.000000")), BlockClass::Code);
+        assert_eq!(BlockClass::of_block(&units("n[0]=1;\nm[1]=2;\n")), BlockClass::Code);
     }
 
     #[test]
@@ -490,7 +492,7 @@ mod tests {
             [&every_ascii, &units("  \t\n"), &units("--- -"), &units("Loop loop. "), &units("é, ü \n"), &long];
         for case in cases {
             for split in 0..=case.len() {
-                let (mut slices, mut one_by_one) = (KindCounts::default(), KindCounts::default());
+                let (mut slices, mut one_by_one) = (ClassCounts::default(), ClassCounts::default());
                 slices.add_all(&case[..split]);
                 slices.add_all(&case[split..]);
                 case.iter().for_each(|&u| one_by_one.add(u));

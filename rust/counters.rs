@@ -3,7 +3,7 @@
 //! number advances (`<|im_start|>assistant57` and a prompt line, then `assistant58` and the same
 //! line; `1. Apple`, `2. Banana`, `3. Apple`, ...; three cat-care items numbered on and on).
 //!
-//! A line steps on from the line `p` lines before it (its period: 1 to 3 non-blank lines) when
+//! A line steps on from the line `p` lines before it (its cycle: 1 to 3 non-blank lines) when
 //! the two are equal once every maximal run of ASCII digits is masked, and from the first to the
 //! second every number is unchanged, one up or `p` up, at least one of them up (in a cycle, `p`
 //! 2 or 3, exactly one: several at once are a table of values), and no number that goes up is the
@@ -13,11 +13,11 @@
 //! `$2.5`): `(7)`, bare numbers and `7. 8. 9.` count, a CSV row whose counter column is followed
 //! by other values (`7,0,0`) does not.
 //!
-//! A streak of period `p` starts at a line that steps on from the line `p` before it (the
-//! smallest such period) and does not repeat the line before it (that is `identical_lines`), its
+//! A streak of cycles of `p` lines starts at a line that steps on from the line `p` before it (the
+//! smallest such `p`) and does not repeat the line before it (that is `identical_lines`), its
 //! first line that one; each later line continues it if it steps on from the line `p` before it
-//! or equals it, as long as no `p` lines in a row are equal to the line a period before (a cycle
-//! where no number changes is a repeated block, not a counter; so a streak of period 1 is lines
+//! or equals it, as long as no `p` lines in a row are equal to the line a cycle before (a cycle
+//! where no number changes is a repeated block, not a counter; so a streak of cycles of one line is lines
 //! that each count on). Any other non-blank line breaks the streak, and starts none (the next
 //! line may). Blank lines do not break a streak; trailing whitespace is ignored. A streak is
 //! reported by its first cycle: its first `p` lines, joined by newlines.
@@ -25,7 +25,7 @@
 //! How many lines a streak needs depends on what its cycle is made of ([`TemplateClass`], see
 //! [`required_lines`]): words `counter_min_lines`, code and markup `code_counter_min_lines`, data
 //! `data_counter_min_lines` (with the spans of a preset that sets them); and always a line more
-//! than its period.
+//! than its cycle.
 //!
 //! Numbers are compared on their digit strings, so no number is too long to compare: a number is
 //! unchanged if its digits are, and one (or `p`) up if they are its digits plus one (or `p`),
@@ -37,7 +37,7 @@
 //! chunking. The three latest non-blank lines are read back from the window, and copied out of it
 //! only if they would leave it (blank lines between, long lines); the streak's first cycle is
 //! copied when it starts. So a stream keeps at most six lines of `max_long_period` units. A
-//! line more than two units longer than the one a period before (more than two numbers that
+//! line more than two units longer than the one a cycle before (more than two numbers that
 //! carry at once: `(9, 9, 9)` to `(10, 10, 10)`) breaks the streak.
 //!
 //! What a line costs: a line that steps on from another is no shorter (a number keeps its width
@@ -66,7 +66,7 @@ pub enum CounterEvent {
 }
 
 /// The longest cycle of lines a streak may repeat.
-pub(crate) const MAX_PERIOD: usize = 3;
+pub(crate) const MAX_CYCLE_LINES: usize = 3;
 
 /// What a counter template is made of, which sets the lines its streak needs (see
 /// [`required_lines`]). Benign text counts on longest in data, then in code; a model stuck on a
@@ -91,8 +91,8 @@ pub enum TemplateClass {
 struct Streak {
     count: u64,
     /// Non-blank lines in a cycle.
-    period: usize,
-    /// Lines in a row equal to the line a period before (fewer than `period`).
+    cycle_lines: usize,
+    /// Lines in a row equal to the line a cycle before (fewer than `cycle_lines`).
     flat: usize,
     /// The lines its cycle needs.
     required: u64,
@@ -160,11 +160,11 @@ pub struct Counters {
     streak: Option<Streak>,
     /// Where the streak's first line starts.
     first_start: u64,
-    /// The streak's first cycle: its first `period` lines (trailing whitespace dropped) joined
+    /// The streak's first cycle: its first `cycle_lines` lines (trailing whitespace dropped) joined
     /// by newlines.
     cycle: Vec<u32>,
     /// The latest non-blank lines, a ring: `recent[latest]` the newest.
-    recent: [Held; MAX_PERIOD],
+    recent: [Held; MAX_CYCLE_LINES],
     latest: usize,
 }
 
@@ -213,9 +213,9 @@ impl Counters {
     }
 
     /// The slot in `recent` of the non-blank line `p` lines before the one being read (`p` in
-    /// `1..=MAX_PERIOD`), from a table: a remainder cost more than the rest of a line's check.
+    /// `1..=MAX_CYCLE_LINES`), from a table: a remainder cost more than the rest of a line's check.
     fn slot_back(&self, p: usize) -> usize {
-        const SLOTS: [[usize; MAX_PERIOD]; MAX_PERIOD] = [[0, 2, 1], [1, 0, 2], [2, 1, 0]];
+        const SLOTS: [[usize; MAX_CYCLE_LINES]; MAX_CYCLE_LINES] = [[0, 2, 1], [1, 0, 2], [2, 1, 0]];
         SLOTS[self.latest][p - 1]
     }
 
@@ -224,7 +224,7 @@ impl Counters {
     }
 
     /// The non-blank line from `start`, whose content (trailing whitespace dropped) is
-    /// `content_len` units and ends in `last`, ended at the newline `x` (`repeats`: it equals
+    /// `content_len` units and ends in `last`, ended at the newline `x` (`repeats_previous`: it equals
     /// the non-blank line before it): what it did to the streak, if one was running or it
     /// started one.
     #[inline(always)]
@@ -234,7 +234,7 @@ impl Counters {
         content_len: u64,
         last: u32,
         x: u64,
-        repeats: bool,
+        repeats_previous: bool,
         window: &Window<T>,
     ) -> Option<CounterEvent> {
         // Lengths and last units first: most lines are told apart by them (a line that steps
@@ -248,13 +248,13 @@ impl Counters {
         let event = match self.streak {
             Some(streak) => Some(self.go_on(streak, start, content_len, x, window)),
             // A line that repeats the one before is the identical-lines rule's: it starts none.
-            None if !repeats => match near(0) | near(1) | near(2) {
+            None if !repeats_previous => match near(0) | near(1) | near(2) {
                 0 => None,
                 slots => self.start_streak(slots, start, content_len, x, window),
             },
             None => None,
         };
-        self.latest = if self.latest + 1 == MAX_PERIOD { 0 } else { self.latest + 1 };
+        self.latest = if self.latest + 1 == MAX_CYCLE_LINES { 0 } else { self.latest + 1 };
         self.recent[self.latest].set(start, content_len, x, last);
         event
     }
@@ -273,7 +273,7 @@ impl Counters {
         if x - start > u64::from(self.rules.max_long_period) {
             return None;
         }
-        for p in 1..=MAX_PERIOD {
+        for p in 1..=MAX_CYCLE_LINES {
             let slot = self.slot_back(p);
             let before = &self.recent[slot];
             // In a cycle one number steps, by at most 3: it gains at most a digit.
@@ -290,27 +290,33 @@ impl Counters {
     }
 
     /// Whether the line from `start` steps on from `before` (which fits, no longer, and at most
-    /// `MAX_GAIN` units shorter) in a cycle of `period` lines.
+    /// `MAX_GAIN` units shorter) in a cycle of `cycle_lines` lines.
     #[inline(always)]
     fn steps_on<T: Unit>(
         &self,
         before: &Held,
         start: u64,
         content_len: u64,
-        period: usize,
+        cycle_lines: usize,
         window: &Window<T>,
     ) -> bool {
         let from = if before.copied() { Some(0) } else { first_difference_at_digits(before, start, window) };
-        from.is_some_and(|from| counts_from(before, start, content_len, from, period, window))
+        from.is_some_and(|from| counts_from(before, start, content_len, from, cycle_lines, window))
     }
 
-    /// A streak of `period` lines starts at the line from `start` (`content_len` units): its
+    /// A streak of cycles of `cycle_lines` lines starts at the line from `start` (`content_len` units): its
     /// first cycle, the lines before it, is copied, and what it needs worked out.
     #[inline(never)]
-    fn started<T: Unit>(&mut self, period: usize, start: u64, content_len: u64, window: &Window<T>) -> CounterEvent {
-        let lines: Vec<Vec<u32>> = (1..=period).rev().map(|p| self.back(p).units(window)).collect();
+    fn started<T: Unit>(
+        &mut self,
+        cycle_lines: usize,
+        start: u64,
+        content_len: u64,
+        window: &Window<T>,
+    ) -> CounterEvent {
+        let lines: Vec<Vec<u32>> = (1..=cycle_lines).rev().map(|p| self.back(p).units(window)).collect();
         let stepped = window.units(start, start + content_len);
-        self.first_start = self.back(period).start;
+        self.first_start = self.back(cycle_lines).start;
         self.cycle.clear();
         for (i, line) in lines.iter().enumerate() {
             if i > 0 {
@@ -319,7 +325,7 @@ impl Counters {
             self.cycle.extend_from_slice(line);
         }
         let required = required_lines(&self.rules, &lines, &stepped);
-        let streak = self.streak.insert(Streak { count: period as u64 + 1, period, flat: 0, required });
+        let streak = self.streak.insert(Streak { count: cycle_lines as u64 + 1, cycle_lines, flat: 0, required });
         if streak.count == required {
             CounterEvent::Reached
         } else {
@@ -327,7 +333,7 @@ impl Counters {
         }
     }
 
-    /// A streak is running: whether the line continues it (stepping on from the line a period
+    /// A streak is running: whether the line continues it (stepping on from the line a cycle
     /// before, or equal to it), and whether it reached its rule with it.
     #[inline(never)]
     fn go_on<T: Unit>(
@@ -339,19 +345,19 @@ impl Counters {
         window: &Window<T>,
     ) -> CounterEvent {
         let fits = x - start <= u64::from(self.rules.max_long_period);
-        let before = self.back(streak.period);
+        let before = self.back(streak.cycle_lines);
         let continues = if !fits || !before.fits(&self.rules) {
             None
-        } else if streak.period > 1 && content_len == before.len && self.equal(before, start, window) {
+        } else if streak.cycle_lines > 1 && content_len == before.len && self.equal(before, start, window) {
             Some(streak.flat + 1)
         } else if content_len.wrapping_sub(before.len) <= MAX_GAIN as u64
-            && self.steps_on(before, start, content_len, streak.period, window)
+            && self.steps_on(before, start, content_len, streak.cycle_lines, window)
         {
             Some(0)
         } else {
             None
         };
-        let Some(flat) = continues.filter(|&flat| flat < streak.period) else {
+        let Some(flat) = continues.filter(|&flat| flat < streak.cycle_lines) else {
             self.streak = None;
             return CounterEvent::Broken;
         };
@@ -382,22 +388,29 @@ fn ends_alike(a: u32, b: u32) -> bool {
 }
 
 /// Whether the line from `start` (`content_len` units) steps on from `before` in a cycle of
-/// `period` lines, the two equal before `from`: compares them digit by digit from there.
+/// `cycle_lines` lines, the two equal before `from`: compares them digit by digit from there.
 #[inline(never)]
 fn counts_from<T: Unit>(
     before: &Held,
     start: u64,
     content_len: u64,
     from: usize,
-    period: usize,
+    cycle_lines: usize,
     window: &Window<T>,
 ) -> bool {
     let line = read(window.slices(start, start + content_len));
     let (len, before_len) = (content_len as usize, before.len as usize);
     if before.copied() {
-        counts_on_by(before_len, |i| before.copy[i], len, line, from, period)
+        counts_on_by(before_len, |i| before.copy[i], len, line, from, cycle_lines)
     } else {
-        counts_on_by(before_len, read(window.slices(before.start, before.start + before.len)), len, line, from, period)
+        counts_on_by(
+            before_len,
+            read(window.slices(before.start, before.start + before.len)),
+            len,
+            line,
+            from,
+            cycle_lines,
+        )
     }
 }
 
@@ -464,7 +477,10 @@ fn is_digit(unit: u32) -> bool {
 /// apostrophe, quotes, backticks, a colon, emphasis). A chat-template marker (`<|im_start|>`,
 /// `<|eot_id|>`: `<|`, ASCII letters, digits or `_`, `|>`) is text a model writes between
 /// turns: its units count in the template's length and as nothing else, and a line of markers
-/// alone is of no class.
+/// alone is of no class. A model that runs past its turn writes its chat template's special
+/// tokens as text, a turn after each; read as code (`<`, `>`), such a cycle would need 25 lines,
+/// not the 16 of words. One loop of the corpora does this: llama.cpp#19585
+/// (tests/data/llama_cpp_19585_loop.txt), found so at its 17th line.
 pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>], stepped: &[u32]) -> u64 {
     let mut template_len = 0;
     let (mut code, mut data) = (false, counter_width(&lines[0], stepped) >= 4);
@@ -568,7 +584,9 @@ fn is_template_code_mark(byte: u8) -> bool {
     matches!(byte, b'(' | b')' | b'[' | b']' | b'{' | b'}' | b'<' | b'>' | b'=' | b';' | b'+')
 }
 
-/// The length of the chat-template marker `units` starts with (`<|im_end|>`), or 0.
+/// The length of the chat-template marker `units` starts with (`<|im_end|>`), or 0: `<|`, a name
+/// of ASCII letters, digits or `_`, `|>`, the shape of the special tokens of ChatML
+/// (`<|im_start|>`, `<|im_end|>`) and Llama 3 (`<|eot_id|>`) templates.
 fn chat_marker_len(units: &[u32]) -> usize {
     let ascii = |i: usize| units.get(i).map_or(0, |&unit| if unit < 128 { unit as u8 } else { 0 });
     if ascii(0) != b'<' || ascii(1) != b'|' {
@@ -588,13 +606,13 @@ pub(crate) fn cycle_period(block: &[u32]) -> usize {
     1 + block.iter().filter(|&&unit| unit == u32::from(b'\n')).count()
 }
 
-/// Whether `after` steps on from `before`, the line a period of `period` lines before it, in
+/// Whether `after` steps on from `before`, the line a cycle of `cycle_lines` lines before it, in
 /// a counter streak: equal outside their digit runs, with as many runs, each number unchanged,
-/// one up or `period` up, at least one up (in a cycle of more than one line, exactly one), none
+/// one up or `cycle_lines` up, at least one up (in a cycle of more than one line, exactly one), none
 /// that goes up [`part_of_a_name`], and in a template without a letter every number up but the
 /// fraction of a decimal.
-pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S], period: usize) -> bool {
-    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0, period)
+pub(crate) fn counts_on<S: Unit>(before: &[S], after: &[S], cycle_lines: usize) -> bool {
+    counts_on_by(before.len(), |i| before[i].into(), after.len(), |i| after[i].into(), 0, cycle_lines)
 }
 
 /// [`counts_on`] over lines read a unit at a time (from the window or a copy), from `from` (the
@@ -607,7 +625,7 @@ fn counts_on_by(
     after_len: usize,
     after: impl Fn(usize) -> u32,
     from: usize,
-    period: usize,
+    cycle_lines: usize,
 ) -> bool {
     if !(before_len..=before_len + MAX_GAIN).contains(&after_len) {
         return false;
@@ -621,14 +639,14 @@ fn counts_on_by(
         if is_digit(a) && is_digit(b) {
             let x = Digits::at(&before, i, before_len);
             let y = Digits::at(&after, j, after_len);
-            if x.plus(&y, 1) || period > 1 && x.plus(&y, period as u32) {
+            if x.plus(&y, 1) || cycle_lines > 1 && x.plus(&y, cycle_lines as u32) {
                 // A number that counts is no identifier's tail (`value_7`, `x1`, `0x1f`) nor an
                 // index (`out[7]`): numbered names and subscripts are generated code and data
                 // (CUDA's generated headers count `"=r"(__out_var[N]),` to 127), not a template
                 // a model is stuck on.
                 // In a cycle only one number steps: the item's (several at once are a table of
                 // values, as in the test data of decimal arithmetic).
-                if part_of_a_name(&before, i) || advanced && period > 1 {
+                if part_of_a_name(&before, i) || advanced && cycle_lines > 1 {
                     return false;
                 }
                 advanced = true;
@@ -667,8 +685,14 @@ fn is_fraction(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
 /// Whether the digit run at `k` is the tail of a name or an index: right after `_` or `[`, or
 /// after letters that are no word: fewer than three (`x1`, `v2`, the `x` of `0x1f`), glued to a
 /// digit or `_` before them (`0xff1`, `var_ab2`), or with a capital after the first
-/// (`shHereDoc01`, `krlError0`: camel-case names in vim's syntax files). After a word
-/// (`backup7`, `assistant57`, `Item7`) a number counts: a model numbering files or turns.
+/// (`shHereDoc01`, `krlError0`: a camel-case identifier, which code numbers and a model
+/// numbering items or turns does not write). After a word (`backup7`, `assistant57`, `Item7`) a
+/// number counts: a model numbering files or turns.
+///
+/// The camel-case clause decides one file of the benign corpus (docs/tuning.md) at the
+/// defaults: vim's syntax/sh.vim links `shHereDoc01` to `shHereDoc16`, 16 lines of a template
+/// of words, as many as `counter_min_lines` asks (krl.vim's `krlError0` to `krlError10` stop at
+/// 11). No loop of the corpora counts on after a camel-case name.
 fn part_of_a_name(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
     let letter = |at: usize| classify(unit(at)) == UnitClass::Letter;
     if k == 0 {
@@ -864,7 +888,8 @@ mod tests {
 
     #[test]
     fn a_cycle_is_code_if_a_line_is_else_words_if_a_line_is() {
-        // 13.txt: a chat-template marker is no code, so both lines are words.
+        // llama.cpp#19585 (tests/data/llama_cpp_19585_loop.txt): a chat-template marker is no
+        // code, so both lines are words.
         let cycle = ["<|im_start|>assistant57", "tell me something about you？<|im_end|>"];
         assert_eq!(needs(&cycle, "<|im_start|>assistant58"), 16);
         assert_eq!(needs(&["1. Apple", "x = f(1);"], "3. Apple"), 25);
@@ -882,7 +907,7 @@ mod tests {
         assert_eq!(lines(&CONSERVATIVE_RULES, "12. A first-date activity:", "13. A first-date activity:"), 25);
         assert_eq!(lines(&CONSERVATIVE_RULES, "- 155. Cleaning:", "- 156. Cleaning:"), 43);
         assert_eq!(lines(&CONSERVATIVE_RULES, "7", "8"), 320);
-        // A line more than its period, whatever the thresholds.
+        // A line more than its cycle, whatever the thresholds.
         let r = Rules::new(RuleValues {
             counter_min_lines: 2,
             counter_span: 0,
@@ -896,8 +921,8 @@ mod tests {
     }
 
     #[test]
-    fn a_line_steps_on_by_one_or_by_its_period() {
-        let steps = |before: &str, after: &str, period| counts_on(&units(before), &units(after), period);
+    fn a_line_steps_on_by_one_or_by_its_cycle_lines() {
+        let steps = |before: &str, after: &str, cycle_lines| counts_on(&units(before), &units(after), cycle_lines);
         assert!(steps("1. Apple", "3. Apple", 2));
         assert!(steps("1. Apple", "2. Apple", 2));
         assert!(steps("8. Apple", "11. Apple", 3));

@@ -27,7 +27,7 @@ mod window;
 mod python;
 
 pub use batch::{map_parallel, scan_many};
-pub use classes::{BlockKind, PACKED_CONTEXT};
+pub use classes::{BlockClass, PACKED_CONTEXT};
 pub use counters::TemplateClass;
 pub use detector::{scan_str, scan_units, Detector};
 pub use finding::{CopyUnit, Finding, Rule, RuleInfo};

@@ -20,7 +20,7 @@
 use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
-use crate::classes::{is_whitespace, BlockKind, KindCounts};
+use crate::classes::{is_whitespace, BlockClass, ClassCounts};
 use crate::counters::{CounterEvent, Counters};
 use crate::lanes::Unit;
 use crate::rules::Rules;
@@ -66,7 +66,7 @@ pub enum LineEvent {
     /// The line differs from the streak's: a new streak of one line starts.
     NewStreak,
     /// The streak just reached the number of lines its rule needs.
-    Reached { start: u64, line_start: u64, period: u64, repeats: u64 },
+    Reached { start: u64, line_start: u64, period: u64, copies: u64 },
 }
 
 /// What the end of a non-blank line did to the streak of identical lines, and to the streak of
@@ -93,9 +93,9 @@ struct Folded {
     len: u64,
     content_hash: u64,
     content_len: u64,
-    /// Whitespace since the last visible unit: counted into `kind` once a visible unit follows.
+    /// Whitespace since the last visible unit: counted into `class_counts` once a visible unit follows.
     pending_whitespace: u64,
-    kind: KindCounts,
+    class_counts: ClassCounts,
 }
 
 impl Folded {
@@ -112,8 +112,8 @@ impl Folded {
             return;
         };
         let (content, trailing) = units.split_at(last_visible + 1);
-        self.kind.add_whitespace(std::mem::take(&mut self.pending_whitespace));
-        self.kind.add_all(content);
+        self.class_counts.add_whitespace(std::mem::take(&mut self.pending_whitespace));
+        self.class_counts.add_all(content);
         self.hash_units(content);
         (self.content_hash, self.content_len) = (self.hash(), self.len);
         self.hash_units(trailing);
@@ -163,8 +163,8 @@ struct Streak {
     content_len: u64,
     /// The line's hash, once a copy of it had to leave the window.
     hash: Option<u64>,
-    /// The line's kind, once the streak is long enough to ask.
-    kind: Option<BlockKind>,
+    /// The line's class, once the streak is long enough to ask.
+    class: Option<BlockClass>,
     count: u64,
 }
 
@@ -231,7 +231,7 @@ impl Lines {
                 }
                 end -= 1;
             }
-            Line { start, content_len: end - start, hash: None, kind: None }
+            Line { start, content_len: end - start, hash: None, class: None }
         };
         if line.content_len == 0 {
             // Blank lines do not break a streak.
@@ -241,8 +241,8 @@ impl Lines {
             Some(streak) if streak.content_len == line.content_len => self.on_same_length(streak, line, window),
             _ => self.new_streak(line),
         };
-        let repeats = identical != LineEvent::NewStreak;
-        let counter = self.counters.on_line(start, line.content_len, last, x, repeats, window);
+        let repeats_previous = identical != LineEvent::NewStreak;
+        let counter = self.counters.on_line(start, line.content_len, last, x, repeats_previous, window);
         Some(LineEvents { identical, counter })
     }
 
@@ -255,14 +255,14 @@ impl Lines {
             start,
             content_len: folded.content_len,
             hash: Some(folded.content_hash),
-            kind: Some(folded.kind.line_kind()),
+            class: Some(folded.class_counts.line_class()),
         }
     }
 
     #[inline(always)]
     fn new_streak(&mut self, line: Line) -> LineEvent {
-        let Line { start, content_len, hash, kind } = line;
-        self.streak = Some(Streak { start, last_start: start, content_len, hash, kind, count: 1 });
+        let Line { start, content_len, hash, class } = line;
+        self.streak = Some(Streak { start, last_start: start, content_len, hash, class, count: 1 });
         LineEvent::NewStreak
     }
 
@@ -270,7 +270,7 @@ impl Lines {
     /// in a loop of identical lines every line comes here (a call cost 7% there).
     #[inline(always)]
     fn on_same_length<T: Unit>(&mut self, streak: Streak, line: Line, window: &Window<T>) -> LineEvent {
-        let Line { start: line_start, content_len, hash, kind } = line;
+        let Line { start: line_start, content_len, hash, class } = line;
         let same = match (streak.hash, hash) {
             (None, None) => {
                 let apart = line_start - streak.last_start;
@@ -287,33 +287,33 @@ impl Lines {
         streak.count += 1;
         streak.last_start = line_start;
         streak.hash = streak.hash.or(hash);
-        streak.kind = streak.kind.or(kind);
+        streak.class = streak.class.or(class);
         let fewest = self.rules.min_lines.min(self.rules.code_min_lines);
         if streak.count < u64::from(fewest) {
             return LineEvent::Continued;
         }
-        let kind = *streak.kind.get_or_insert_with(|| {
-            let mut counts = KindCounts::default();
+        let class = *streak.class.get_or_insert_with(|| {
+            let mut counts = ClassCounts::default();
             let (older, newer) = window.slices(line_start, line_start + content_len);
             counts.add_all(older);
             counts.add_all(newer);
-            counts.line_kind()
+            counts.line_class()
         });
-        if streak.count == self.rules.required_lines(kind, content_len) {
-            return LineEvent::Reached { start: streak.start, line_start, period: content_len, repeats: streak.count };
+        if streak.count == self.rules.required_lines(class, content_len) {
+            return LineEvent::Reached { start: streak.start, line_start, period: content_len, copies: streak.count };
         }
         LineEvent::Continued
     }
 }
 
 /// A line as the streak compares it: where it starts, the length of its content (trailing
-/// whitespace dropped), and its hash and kind if part of it had to leave the window.
+/// whitespace dropped), and its hash and class if part of it had to leave the window.
 #[derive(Clone, Copy, Debug)]
 struct Line {
     start: u64,
     content_len: u64,
     hash: Option<u64>,
-    kind: Option<BlockKind>,
+    class: Option<BlockClass>,
 }
 
 /// The hash of a line's content held in the window (as [`Folded`] would give).

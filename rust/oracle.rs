@@ -1,8 +1,8 @@
 //! A slow, direct reading of the rules, for tests: every period at every unit, every line.
 //! The streaming detector must agree with it exactly.
 
-use crate::classes::{BlockKind, PACKED_CONTEXT};
-use crate::counters::{counts_on, required_lines, MAX_PERIOD};
+use crate::classes::{BlockClass, PACKED_CONTEXT};
+use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 
@@ -52,8 +52,8 @@ fn periodic_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                 continue;
             }
             let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
-            let kind = BlockKind::of_run(block, before);
-            let need = rules.run_span(block, kind) as usize;
+            let class = BlockClass::of_run(block, before);
+            let need = rules.run_span(block, class) as usize;
             if end - start < need {
                 continue;
             }
@@ -107,7 +107,7 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             }
             k += 1;
         }
-        let need = rules.required_lines(BlockKind::of_line(content), content.len() as u64) as usize;
+        let need = rules.required_lines(BlockClass::of_line(content), content.len() as u64) as usize;
         if ends.len() >= need {
             let detected_at = ends[need - 1] as u64;
             // Offline, a last line the text ends in (no newline) is one more copy if it equals
@@ -147,9 +147,9 @@ fn line_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
 /// `max_long_period` units (newline excluded). With no streak running, a line that does not
 /// repeat the line before it and counts on from the line 1, 2 or 3 before it (the first that does,
 /// all of them fitting) starts a streak
-/// of that period from that line; a running one goes on with each line that counts on from the
-/// line a period before, or equals it while fewer than a period of lines in a row do; any other
-/// line ends it and starts none.
+/// of cycles of that many lines from that line; a running one goes on with each line that counts
+/// on from the line a cycle before, or equals it while fewer than a cycle of lines in a row do; any
+/// other line ends it and starts none.
 fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     // (line start, content, end after the newline, fits) of each terminated non-blank line.
     let mut lines: Vec<(usize, &[u32], usize, bool)> = Vec::new();
@@ -168,12 +168,13 @@ fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             start = i + 1;
         }
     }
-    // The flat count after `after` continues a streak of `period` from `before`, if it does.
-    let continues = |before: &[u32], after: &[u32], period: usize, flat: usize| {
-        if period > 1 && before == after {
-            (flat + 1 < period).then_some(flat + 1)
+    // The flat count after `after` continues a streak of cycles of `cycle_lines` lines from
+    // `before`, if it does.
+    let continues = |before: &[u32], after: &[u32], cycle_lines: usize, flat: usize| {
+        if cycle_lines > 1 && before == after {
+            (flat + 1 < cycle_lines).then_some(flat + 1)
         } else {
-            counts_on(before, after, period).then_some(0)
+            counts_on(before, after, cycle_lines).then_some(0)
         }
     };
     let mut tail = &units[start..];
@@ -184,20 +185,23 @@ fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         tail = rest;
     }
     let tail_fits = fits(start, units.len());
-    // A streak: its first line, period, flat count and the lines it needs.
+    // A streak: its first line, lines per cycle, flat count and the lines it needs.
     let mut streak: Option<(usize, usize, usize, u64)> = None;
     for k in 0..=lines.len() {
-        if let Some((first, period, flat, need)) = streak {
+        if let Some((first, cycle_lines, flat, need)) = streak {
             let line = lines.get(k);
-            match line.filter(|line| line.3).and_then(|line| continues(lines[k - period].1, line.1, period, flat)) {
-                Some(flat) => streak = Some((first, period, flat, need)),
+            match line
+                .filter(|line| line.3)
+                .and_then(|line| continues(lines[k - cycle_lines].1, line.1, cycle_lines, flat))
+            {
+                Some(flat) => streak = Some((first, cycle_lines, flat, need)),
                 None => {
                     // The last line the text ends in (no newline) continues it offline.
                     let tail = (k == lines.len() && !tail.is_empty() && tail_fits)
-                        .then(|| continues(lines[k - period].1, tail, period, flat))
+                        .then(|| continues(lines[k - cycle_lines].1, tail, cycle_lines, flat))
                         .flatten()
                         .is_some();
-                    counter_candidate(&lines[first..k], period, need, tail.then_some(units.len()), out);
+                    counter_candidate(&lines[first..k], cycle_lines, need, tail.then_some(units.len()), out);
                     streak = None;
                 }
             }
@@ -205,20 +209,20 @@ fn counter_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         }
         // A line that repeats the one before starts none (that is `identical_lines`).
         let Some(line) = lines.get(k).filter(|line| line.3 && (k == 0 || lines[k - 1].1 != line.1)) else { continue };
-        let period = (1..=MAX_PERIOD.min(k))
+        let cycle_lines = (1..=MAX_CYCLE_LINES.min(k))
             .find(|&p| lines[k - p..k].iter().all(|line| line.3) && counts_on(lines[k - p].1, line.1, p));
-        if let Some(period) = period {
-            let cycle: Vec<Vec<u32>> = lines[k - period..k].iter().map(|line| line.1.to_vec()).collect();
-            streak = Some((k - period, period, 0, required_lines(rules, &cycle, line.1)));
+        if let Some(cycle_lines) = cycle_lines {
+            let cycle: Vec<Vec<u32>> = lines[k - cycle_lines..k].iter().map(|line| line.1.to_vec()).collect();
+            streak = Some((k - cycle_lines, cycle_lines, 0, required_lines(rules, &cycle, line.1)));
         }
     }
 }
 
-/// The candidate of a streak of `period` that ran over `streak`, if it reached the `need` lines
-/// it needs; `tail_end`: the text ends in one more line that continues it.
+/// The candidate of a streak of cycles of `cycle_lines` lines that ran over `streak`, if it
+/// reached the `need` lines it needs; `tail_end`: the text ends in one more line that continues it.
 fn counter_candidate(
     streak: &[(usize, &[u32], usize, bool)],
-    period: usize,
+    cycle_lines: usize,
     need: u64,
     tail_end: Option<usize>,
     out: &mut Vec<Candidate>,
@@ -227,7 +231,7 @@ fn counter_candidate(
     if streak.len() < need {
         return;
     }
-    let block = streak[..period].iter().map(|line| line.1.to_vec()).collect::<Vec<_>>().join(&u32::from(b'\n'));
+    let block = streak[..cycle_lines].iter().map(|line| line.1.to_vec()).collect::<Vec<_>>().join(&u32::from(b'\n'));
     let ends: Vec<u64> = streak[need - 1..].iter().map(|line| line.2 as u64).collect();
     let (end, copies) = match tail_end {
         Some(end) => (end as u64, streak.len() as u64 + 1),

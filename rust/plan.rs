@@ -80,7 +80,7 @@ impl Plan {
             })
             .collect();
         // The window holds every run until it can reach its rule, with what comes before it (a
-        // run's kind depends on it), and the longest block.
+        // run's class depends on it), and the longest block.
         let context = PACKED_CONTEXT as u64;
         let window_len =
             least.iter().map(|&span| span + 2 + context).max().unwrap_or(0).max(u64::from(max_long) + K + 2);

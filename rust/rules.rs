@@ -1,8 +1,8 @@
 //! What the thresholds make of a block: the span or the lines it must reach.
 //!
 //! A periodic stretch (a block of `p` units repeated back to back) is degenerate once it holds
-//! enough repeats *and* covers enough units. How many depends on the block: short blocks need many
-//! repeats, long blocks few, and what the block is made of (its class, [`crate::classes`]) sets
+//! enough copies *and* covers enough units. How many depends on the block: short blocks need many
+//! copies, long blocks few, and what the block is made of (its class, [`crate::classes`]) sets
 //! the threshold within a bound. [`Rules::required_span`] is the single function that turns a
 //! block's period and class into the span it must reach.
 //!
@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use crate::classes::BlockKind;
+use crate::classes::BlockClass;
 use crate::counters::TemplateClass;
 pub use crate::thresholds::RuleValues;
 use crate::thresholds::{Bounds, BOUNDS, CONSERVATIVE_VALUES, DEFAULT_VALUES, SMALL_VALUES, TOKEN_VALUES};
@@ -63,7 +63,7 @@ pub const DEFAULT_RULES: Rules = Rules { values: DEFAULT_VALUES };
 /// conservative`): no finding on any text file of a full install (stdlib, site-packages and
 /// /usr/share, machine-generated files included), measured with `python benches/tune.py
 /// --rules conservative`; it finds a loop later than [`DEFAULT_RULES`] (100 lines of code, 2,048
-/// units of one char, 4,096 of a table row). The tool prints each kind's *load*: the strongest benign
+/// units of one char, 4,096 of a table row). The tool prints each class's *load*: the strongest benign
 /// repetition as a fraction of what the defaults require (margin = 1 / load).
 pub const CONSERVATIVE_RULES: Rules = Rules { values: CONSERVATIVE_VALUES };
 
@@ -154,13 +154,13 @@ impl Rules {
         Ok(Rules { values })
     }
 
-    /// Repeats a block of `period` units of this kind needs. Blocks of one visible char or of
+    /// Copies a block of `period` units of this class needs. Blocks of one visible char or of
     /// whitespace count like code (an ASCII-art box line repeats as often as a table row).
-    pub fn required_repeats(&self, period: u32, kind: BlockKind) -> u32 {
-        let (most, span) = match kind {
-            BlockKind::Text => (self.min_repeats, self.text_span),
-            BlockKind::Table => (self.code_min_repeats, self.table_span),
-            BlockKind::Code | BlockKind::SingleChar | BlockKind::Whitespace | BlockKind::Payload => {
+    pub fn required_copies(&self, period: u32, class: BlockClass) -> u32 {
+        let (most, span) = match class {
+            BlockClass::Text => (self.min_repeats, self.text_span),
+            BlockClass::Table => (self.code_min_repeats, self.table_span),
+            BlockClass::Code | BlockClass::SingleChar | BlockClass::Whitespace | BlockClass::Payload => {
                 (self.code_min_repeats, self.code_span)
             }
         };
@@ -168,30 +168,30 @@ impl Rules {
     }
 
     /// The span (units from the start of the first copy) at which a block of `period` units of
-    /// this kind becomes a finding.
-    pub fn required_span(&self, period: u32, kind: BlockKind) -> u64 {
-        let floor = match kind {
-            BlockKind::Whitespace => self.whitespace_min_span,
-            BlockKind::SingleChar => self.single_char_min_span,
-            BlockKind::Text => self.min_span,
-            BlockKind::Code => self.code_min_span,
-            BlockKind::Table => self.whitespace_min_span,
-            BlockKind::Payload => self.payload_span,
+    /// this class becomes a finding.
+    pub fn required_span(&self, period: u32, class: BlockClass) -> u64 {
+        let floor = match class {
+            BlockClass::Whitespace => self.whitespace_min_span,
+            BlockClass::SingleChar => self.single_char_min_span,
+            BlockClass::Text => self.min_span,
+            BlockClass::Code => self.code_min_span,
+            BlockClass::Table => self.whitespace_min_span,
+            BlockClass::Payload => self.payload_span,
         };
-        let by_repeats = u64::from(self.required_repeats(period, kind)) * u64::from(period);
-        by_repeats.max(u64::from(floor))
+        let by_copies = u64::from(self.required_copies(period, class)) * u64::from(period);
+        by_copies.max(u64::from(floor))
     }
 
-    /// The span at which a run of `block` of this kind (see [`BlockKind::of_run`]) becomes a
+    /// The span at which a run of `block` of this class (see [`BlockClass::of_run`]) becomes a
     /// finding: [`Rules::required_span`], and for a block of one line that is not words (one
     /// line break: code, data or a table row repeated line after line) at least `min_repeats`
     /// copies however long the line, as a short block of words needs: 1,024 units of a long
     /// row are few rows (an ASCII chart's 16 equal 79-unit rows in valgrind's manual).
-    pub fn run_span<T: Copy + Into<u32>>(&self, block: &[T], kind: BlockKind) -> u64 {
+    pub fn run_span<T: Copy + Into<u32>>(&self, block: &[T], class: BlockClass) -> u64 {
         let period = block.len() as u32;
-        let span = self.required_span(period, kind);
+        let span = self.required_span(period, class);
         let one_line = || block.iter().filter(|&&u| u.into() == u32::from('\n')).count() == 1;
-        if kind != BlockKind::Text && one_line() {
+        if class != BlockClass::Text && one_line() {
             span.max(u64::from(self.min_repeats) * u64::from(period))
         } else {
             span
@@ -201,34 +201,34 @@ impl Rules {
     /// The smallest span any block of `period` units needs: the detector samples often enough to
     /// never miss a run that reaches it.
     pub fn least_required_span(&self, period: u32) -> u64 {
-        BlockKind::ALL.into_iter().map(|kind| self.required_span(period, kind)).min().unwrap_or(u64::MAX)
+        BlockClass::ALL.into_iter().map(|class| self.required_span(period, class)).min().unwrap_or(u64::MAX)
     }
 
     /// Identical lines needed for a line of `len` units (without newline and trailing
-    /// whitespace) of this kind. A line of words needs `min_lines`; any other needs
+    /// whitespace) of this class. A line of words needs `min_lines`; any other needs
     /// `code_min_lines`, and a short one enough lines to cover a span with their
     /// newlines, `code_span` for code and `table_span` for a table row (`    None,` 410 times).
-    pub fn required_lines(&self, kind: BlockKind, len: u64) -> u64 {
-        let span = match kind {
-            BlockKind::Text => return u64::from(self.min_lines),
-            BlockKind::Table => self.table_span,
+    pub fn required_lines(&self, class: BlockClass, len: u64) -> u64 {
+        let span = match class {
+            BlockClass::Text => return u64::from(self.min_lines),
+            BlockClass::Table => self.table_span,
             _ => self.code_span,
         };
         u64::from(self.code_min_lines).max(u64::from(span).div_ceil(len + 1))
     }
 
-    /// Counter lines needed for a cycle of `period` lines of this class whose templates (each
+    /// Counter lines needed for a cycle of `cycle_lines` lines of this class whose templates (each
     /// line without its indentation and trailing whitespace, each digit run counted as one unit)
     /// are `template_len` units together: for words at least `counter_min_lines`, and enough to
     /// cover `counter_span` units with their newlines; for code and markup the `code_counter_`
-    /// values; for data `data_counter_min_lines`; and always a line more than the period.
-    pub fn required_counter_lines(&self, template_len: u64, period: u64, class: TemplateClass) -> u64 {
+    /// values; for data `data_counter_min_lines`; and always a line more than the cycle.
+    pub fn required_counter_lines(&self, template_len: u64, cycle_lines: u64, class: TemplateClass) -> u64 {
         let (lines, span) = match class {
             TemplateClass::Words => (self.counter_min_lines, self.counter_span),
             TemplateClass::Code => (self.code_counter_min_lines, self.code_counter_span),
             TemplateClass::Data => (self.data_counter_min_lines, 0),
         };
-        u64::from(lines).max((u64::from(span) * period).div_ceil(template_len + period)).max(period + 1)
+        u64::from(lines).max((u64::from(span) * cycle_lines).div_ceil(template_len + cycle_lines)).max(cycle_lines + 1)
     }
 }
 
@@ -254,14 +254,14 @@ mod tests {
     #[test]
     fn short_blocks_need_many_repeats_long_blocks_few() {
         let r = CONSERVATIVE_RULES;
-        assert_eq!(r.required_repeats(10, BlockKind::Text), 20);
-        assert_eq!(r.required_repeats(40, BlockKind::Text), 12);
-        assert_eq!(r.required_repeats(600, BlockKind::Text), 4);
-        assert_eq!(r.required_repeats(12, BlockKind::Code), 120);
-        assert_eq!(r.required_repeats(40, BlockKind::Code), 38);
-        assert_eq!(r.required_repeats(4000, BlockKind::Code), 4);
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), 2048);
-        assert_eq!(r.required_span(2, BlockKind::Text), 64);
+        assert_eq!(r.required_copies(10, BlockClass::Text), 20);
+        assert_eq!(r.required_copies(40, BlockClass::Text), 12);
+        assert_eq!(r.required_copies(600, BlockClass::Text), 4);
+        assert_eq!(r.required_copies(12, BlockClass::Code), 120);
+        assert_eq!(r.required_copies(40, BlockClass::Code), 38);
+        assert_eq!(r.required_copies(4000, BlockClass::Code), 4);
+        assert_eq!(r.required_span(1, BlockClass::SingleChar), 2048);
+        assert_eq!(r.required_span(2, BlockClass::Text), 64);
     }
 
     /// The defaults' classes: words by 20 copies or 480 units, anything else by 1,024 units
@@ -270,19 +270,19 @@ mod tests {
     #[test]
     fn the_defaults_need_a_kilobyte_of_anything_but_words() {
         let r = DEFAULT_RULES;
-        assert_eq!(r.required_span(10, BlockKind::Text), 200);
-        assert_eq!(r.required_span(40, BlockKind::Text), 480);
-        for kind in [BlockKind::Code, BlockKind::Table, BlockKind::SingleChar, BlockKind::Whitespace] {
+        assert_eq!(r.required_span(10, BlockClass::Text), 200);
+        assert_eq!(r.required_span(40, BlockClass::Text), 480);
+        for class in [BlockClass::Code, BlockClass::Table, BlockClass::SingleChar, BlockClass::Whitespace] {
             for p in 9..=256 {
-                let span = r.required_span(p, kind);
-                assert!((1024..1024 + u64::from(p)).contains(&span), "{kind:?} p={p}: {span}");
+                let span = r.required_span(p, class);
+                assert!((1024..1024 + u64::from(p)).contains(&span), "{class:?} p={p}: {span}");
             }
         }
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), 1024);
-        assert_eq!(r.required_span(2, BlockKind::Code), 512);
-        assert_eq!(r.required_span(8, BlockKind::Code), 960);
-        assert_eq!(r.required_span(1, BlockKind::Payload), 4096);
-        assert_eq!(r.required_span(3000, BlockKind::Code), 12_000);
+        assert_eq!(r.required_span(1, BlockClass::SingleChar), 1024);
+        assert_eq!(r.required_span(2, BlockClass::Code), 512);
+        assert_eq!(r.required_span(8, BlockClass::Code), 960);
+        assert_eq!(r.required_span(1, BlockClass::Payload), 4096);
+        assert_eq!(r.required_span(3000, BlockClass::Code), 12_000);
     }
 
     /// No class removes a threshold: in every preset but the token one's counter rule, whatever
@@ -290,10 +290,10 @@ mod tests {
     #[test]
     fn every_class_is_bounded() {
         for rules in [DEFAULT_RULES, CONSERVATIVE_RULES, TOKEN_RULES] {
-            for kind in BlockKind::ALL {
+            for class in BlockClass::ALL {
                 for p in 1..=rules.max_long_period {
                     let bound = 4096.max(u64::from(rules.long_min_repeats) * u64::from(p));
-                    assert!(rules.required_span(p, kind) <= bound + u64::from(p), "{kind:?} p={p}");
+                    assert!(rules.required_span(p, class) <= bound + u64::from(p), "{class:?} p={p}");
                 }
             }
         }
@@ -304,22 +304,22 @@ mod tests {
     fn a_block_of_one_line_needs_as_many_copies_as_a_short_block() {
         let r = DEFAULT_RULES;
         let row = units(&format!("     |{}#\n", " ".repeat(71)));
-        assert_eq!(r.run_span(&row, BlockKind::of_block(&row)), 20 * 79);
+        assert_eq!(r.run_span(&row, BlockClass::of_block(&row)), 20 * 79);
         let words = units("The capital of France is PARIS.\n");
-        assert_eq!(r.run_span(&words, BlockKind::Text), 480);
+        assert_eq!(r.run_span(&words, BlockClass::Text), 480);
         let two_lines = units(&format!("{}\n{}\n", "x = 1;".repeat(6), "y = 2;".repeat(6)));
-        assert_eq!(r.run_span(&two_lines, BlockKind::Code), 14 * 74);
+        assert_eq!(r.run_span(&two_lines, BlockClass::Code), 14 * 74);
     }
 
     #[test]
     fn required_span_never_decreases_with_period_for_a_kind() {
         let r = DEFAULT_RULES;
-        for kind in [BlockKind::Text, BlockKind::Code] {
+        for class in [BlockClass::Text, BlockClass::Code] {
             let mut last = 0;
             for p in 1..=r.max_long_period {
-                let span = r.required_span(p, kind);
+                let span = r.required_span(p, class);
                 // A span can step down by less than one period where the repeat count drops.
-                assert!(span + u64::from(p) >= last, "{kind:?} p={p}");
+                assert!(span + u64::from(p) >= last, "{class:?} p={p}");
                 last = span;
             }
         }
@@ -329,25 +329,25 @@ mod tests {
     fn the_token_preset_does_not_depend_on_what_ids_look_like() {
         let r = TOKEN_RULES;
         assert_eq!(Rules::new(*TOKEN_RULES), Ok(TOKEN_RULES));
-        // Ids carry no script or punctuation: one requirement per period, whatever the kind.
+        // Ids carry no script or punctuation: one requirement per period, whatever the class.
         for p in 2..=r.max_long_period {
-            assert_eq!(r.required_span(p, BlockKind::Text), r.required_span(p, BlockKind::Code), "p={p}");
+            assert_eq!(r.required_span(p, BlockClass::Text), r.required_span(p, BlockClass::Code), "p={p}");
         }
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), r.required_span(1, BlockKind::Whitespace));
+        assert_eq!(r.required_span(1, BlockClass::SingleChar), r.required_span(1, BlockClass::Whitespace));
         // Lines of 24 ids or more: min_lines whatever they look like (shorter "code" lines need
         // code_span ids in all, as a block does).
-        assert_eq!(r.required_lines(BlockKind::Text, 24), r.required_lines(BlockKind::Code, 24));
+        assert_eq!(r.required_lines(BlockClass::Text, 24), r.required_lines(BlockClass::Code, 24));
         // The measured values of the preset's comments: 20 copies of a short block, 6 of a
         // 54-token one, 4 of a long one, 240 tokens of one id; every block by 4,096 tokens or
         // four copies.
-        assert_eq!(r.required_repeats(13, BlockKind::Code), 20);
-        assert_eq!(r.required_repeats(54, BlockKind::Text), 6);
-        assert_eq!(r.required_repeats(600, BlockKind::Code), 4);
-        assert_eq!(r.required_span(1, BlockKind::SingleChar), 240);
+        assert_eq!(r.required_copies(13, BlockClass::Code), 20);
+        assert_eq!(r.required_copies(54, BlockClass::Text), 6);
+        assert_eq!(r.required_copies(600, BlockClass::Code), 4);
+        assert_eq!(r.required_span(1, BlockClass::SingleChar), 240);
         for p in 1..=r.max_long_period {
-            for kind in BlockKind::ALL {
-                let span = r.required_span(p, kind);
-                assert!(span <= u64::from(20 * p).max(256) || span <= u64::from(4 * p), "{kind:?} p={p}");
+            for class in BlockClass::ALL {
+                let span = r.required_span(p, class);
+                assert!(span <= u64::from(20 * p).max(256) || span <= u64::from(4 * p), "{class:?} p={p}");
             }
         }
     }

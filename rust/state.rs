@@ -222,7 +222,7 @@ impl<T: Unit> Core<T> {
         match events.identical {
             LineEvent::Continued => self.claim.streak_continued_at(x, Rule::IdenticalLines),
             LineEvent::NewStreak => self.claim.streak_ended(Rule::IdenticalLines),
-            LineEvent::Reached { start, line_start, period, repeats } => {
+            LineEvent::Reached { start, line_start, period, copies } => {
                 // A line longer than the window is reported by the part of it the window holds
                 // at this newline: the `len - 1` units before it, less the trailing whitespace.
                 let content_end = line_start + period;
@@ -233,7 +233,7 @@ impl<T: Unit> Core<T> {
                     period,
                     block: self.window.units(content_end - block_len, content_end),
                     start,
-                    repeats,
+                    repeats: copies,
                     detected_at: x + 1,
                     end: x + 1,
                 };

@@ -516,24 +516,25 @@ fn agrees_with_oracle_on_counter_texts() {
     assert!(cycles > 100, "cycles of lines should reach the rule often, found {cycles}");
 }
 
-/// The development set's counter near-loops (`../shared/corpus/model/outputs.jsonl`, shapes
-/// rebuilt here): found by the default rules, as one `counter_lines` finding over the streak.
+/// Counting loops SmolLM2-135M wrote (the development set's, docs/tuning.md; their shapes rebuilt
+/// here): found by the default rules, as one `counter_lines` finding over the streak.
 #[test]
 fn counter_templates_are_found_and_numbered_lists_are_not() {
     let numbered = |from: u64, to: u64, line: &dyn Fn(u64) -> String| -> String { (from..=to).map(line).collect() };
-    // d11: `- N. Cleaning: ` from 1 to 156 (a template of words: 16 lines needed).
-    let d11 = numbered(1, 156, &|n| format!("- {n}. Cleaning: \n"));
-    let found = scan_str(&d11, &DEFAULT_RULES);
+    // `- N. Cleaning: ` from 1 to 156 (a template of words: 16 lines needed).
+    let cleaning = numbered(1, 156, &|n| format!("- {n}. Cleaning: \n"));
+    let found = scan_str(&cleaning, &DEFAULT_RULES);
     assert_eq!(found.len(), 1, "{found:?}");
     let f = &found[0];
-    assert_eq!((f.rule, f.start, f.repeats, f.end), (Rule::CounterLines, 0, 156, d11.chars().count() as u64));
+    assert_eq!((f.rule, f.start, f.repeats, f.end), (Rule::CounterLines, 0, 156, cleaning.chars().count() as u64));
     assert_eq!(f.block, units("- 1. Cleaning:"));
     assert_eq!(f.period, 14);
-    let at = d11.match_indices('\n').nth(15).unwrap().0 as u64 + 1;
+    let at = cleaning.match_indices('\n').nth(15).unwrap().0 as u64 + 1;
     assert_eq!(f.detected_at, at);
-    // d02: a 67-unit template with numbers inside it that stay, 45 lines (16 needed).
-    let d02 = numbered(1, 45, &|n| format!("{n}. Kubernetes: https://kubernetes.io/services/pod/api-7f9c/api-7f9c\n"));
-    assert_eq!(scan_str(&d02, &DEFAULT_RULES).iter().map(|f| f.rule).collect::<Vec<_>>(), [Rule::CounterLines]);
+    // A 67-unit template with numbers inside it that stay, 45 lines (16 needed).
+    let kubernetes =
+        numbered(1, 45, &|n| format!("{n}. Kubernetes: https://kubernetes.io/services/pod/api-7f9c/api-7f9c\n"));
+    assert_eq!(scan_str(&kubernetes, &DEFAULT_RULES).iter().map(|f| f.rule).collect::<Vec<_>>(), [Rule::CounterLines]);
     // A clean numbered list of distinct items is not, however long.
     let items = numbered(1, 200, &|n| {
         format!(

@@ -32,8 +32,8 @@ macro_rules! with_thresholds {
                 least: 1,
                 most: u32::MAX,
                 default: 150,
-                // From the incident report; only names the rule (short blocks and long ones share
-                // one formula).
+                // The baseline rules' longest block (docs/tuning.md); only names the rule (short
+                // blocks and long ones share one formula).
                 conservative: 150,
                 // Only names the rule: blocks up to 64 tokens (~220 code points of English) are
                 // `periodic_run`, longer ones `long_block`.
@@ -63,11 +63,11 @@ macro_rules! with_thresholds {
                 // At least `long_min_repeats` (a relation).
                 least: 0,
                 most: MAX_SPAN_LIMIT,
-                // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for.
+                // `loadTools.` x20 = 200 units: the README's 255,388-unit loop is found within 250
+                // units of it (tests/core/test_api.py).
                 default: 20,
-                // `loadTools.` x20 = 200 units, inside the ~250 the incident asks for. Benign words
-                // reach at most 0.53 of the text rule (three copies of a 75-unit line in the email
-                // tests).
+                // `loadTools.` x20 = 200 units, as in the defaults. Benign words reach at most 0.53 of
+                // the text rule (three copies of a 75-unit line in the email tests).
                 conservative: 20,
                 // The floor's copies. Benign short blocks stop at 11 copies of 18 tokens
                 // (test_codecs.py) and 26 of 4 (a 104-token run in test_email.py, which the
@@ -85,9 +85,10 @@ macro_rules! with_thresholds {
                 // 13-16 repeats before the length limit) is found at 480.
                 default: 480,
                 // Sentences loop with few repeats: every SmolLM2 loop (periods 4-137 units, some with
-                // 13-16 repeats before the length limit) is found at 480, the tightest d21 (16.1
-                // copies of 31 units, 16 needed). Benign text holds 13.6 copies of a 33-unit sentence
-                // (a mock response in litellm's main.py, 450 units: load 0.91).
+                // 13-16 repeats before the length limit) is found at 480, the tightest a Chinese
+                // sentence (16.1 copies of 31 units, 16 needed: docs/tuning.md). Benign text holds 13.6
+                // copies of a 33-unit sentence (a mock response in litellm's main.py, 450 units: load
+                // 0.91).
                 conservative: 480,
                 // A block of 17-64 tokens needs ceil(320 / p) copies: 15-16 of the 21-22-token
                 // `#define` and "la la la" copies, 6 of a 54-token sitemap entry, each ~330 tokens of
@@ -112,10 +113,10 @@ macro_rules! with_thresholds {
                 // units 120 copies, at least 512 units (`-1`, `0, `): as in the conservative preset,
                 // which finds nothing in a full install, so no preset finds a short block sooner.
                 default: 120,
-                // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array
-                // of ray's speedscope), and a real loop of the development set 164 (` -1.000000`,
-                // d09): 120 leaves 1.22x either way. Short code blocks need this many; longer ones
-                // `code_span`.
+                // Benign code reaches 98 copies of a 10-unit block (`",0,0,0,"*` in a minified array of
+                // ray's speedscope), and a real loop of SmolLM2 164 (` -1.000000` after a timestamp,
+                // tests/data/smollm2_minus_one_loop.txt): 120 leaves 1.22x either way. Short code
+                // blocks need this many; longer ones `code_span`.
                 conservative: 120,
                 // The same as the rules of words: ids do not tell code from words.
                 tokens: 20,
@@ -160,12 +161,12 @@ macro_rules! with_thresholds {
                 default: 64,
                 // `ny` x32 (gemini-cli#5813) is 64 units.
                 conservative: 64,
-                // The floor of a short block (under 7 tokens: 20 copies are fewer than 128):
-                // SmolLM2's table-border loop (`|   `, 2 tokens a copy) and its 2-token loop in d25
-                // are stopped at token 129 and 172 of a 400-token answer (the former preset, 45
-                // copies: 91 and 134); the strongest benign short block is 26 copies of 4 tokens (104
-                // tokens in test_email.py, load 0.81). Longer blocks are decided by their copies (20
-                // of 7 tokens: 140).
+                // The floor of a short block (under 7 tokens: 20 copies are fewer than 128): SmolLM2's
+                // table-border loop (`|   `, 2 tokens a copy) and its 2-token `/net` loop in a Go
+                // program (`d25-greedy` in tests/data/recorded_streams.jsonl) are stopped at token 129
+                // and 172 of a 400-token answer (the former preset, 45 copies: 91 and 134); the
+                // strongest benign short block is 26 copies of 4 tokens (104 tokens in test_email.py,
+                // load 0.81). Longer blocks are decided by their copies (20 of 7 tokens: 140).
                 tokens: 128,
                 small: 32,
             }
@@ -191,8 +192,8 @@ macro_rules! with_thresholds {
                 default: 1024,
                 // A tokenizer's vocabulary holds a token of 1,024 `Ġ` (byte-level BPE's space), a
                 // docstring of langgraph_sdk a 564-dash rule, tests 200-unit runs of one letter or
-                // digit: 2,048 leaves 2x. The one loop of such a block in the development set (d26,
-                // `|   `) spans 2,999 units.
+                // digit: 2,048 leaves 2x. The one loop of such a block among SmolLM2's outputs (the
+                // border `|   ` of a markdown table, docs/tuning.md) spans 2,999 units.
                 conservative: 2048,
                 // One id repeated: a test holds 200 `0` tokens in a row (test_gettext.py): 240 leaves
                 // 1.2x. The `it ` loop of vscode#301818 (one token) shows 300 copies in its excerpt.
@@ -213,7 +214,7 @@ macro_rules! with_thresholds {
                 small: 48,
             }
 
-            /// Span needed by a table row or indented data (see [`crate::BlockKind::Table`]), and
+            /// Span needed by a table row or indented data (see [`crate::BlockClass::Table`]), and
             /// after which it needs fewer than `code_min_repeats`.
             table_span: u32 {
                 least: 0,
@@ -235,10 +236,10 @@ macro_rules! with_thresholds {
             min_lines: u32 {
                 least: 2,
                 most: u32::MAX,
-                // The incident's rule is 25 identical lines; a line of words needs fewer (clean model
+                // The baseline rules ask 25 identical lines; a line of words needs fewer (clean model
                 // output repeats a line up to ~7 times, prose ~5).
                 default: 14,
-                // Benign lines of words (not statements nor table rows, see `KindCounts::line_kind`)
+                // Benign lines of words (not statements nor table rows, see `ClassCounts::line_class`)
                 // repeat at most 6 times in a row (an `#include` in torch's generated headers); clean
                 // model output up to ~7, prose ~5. 14 leaves 2.33x and finds a model that repeats a
                 // line 14 times and stops by itself; the development set's line loops repeat 15 to
@@ -305,14 +306,15 @@ macro_rules! with_thresholds {
             code_counter_min_lines: u32 {
                 least: 2,
                 most: MAX_SPAN_LIMIT,
-                // Code and markup: 25 lines, the incident's line floor, whatever the length.
+                // Code and markup: 25 lines, as many as the baseline rules' identical lines, whatever
+                // the length.
                 default: 25,
-                // Counter templates of code and markup (`counter_lines`): the development set's d11
-                // (`- N. Cleaning:`) counts on for 156 lines of a 14-unit template (107 needed,
-                // 1.46x). Benign text counts on for at most 54 lines of a 22-unit template
+                // Counter templates of code and markup (`counter_lines`): a SmolLM2 output
+                // (`- N. Cleaning:`, docs/tuning.md) counts on for 156 lines of a 14-unit template (107
+                // needed, 1.46x). Benign text counts on for at most 54 lines of a 22-unit template
                 // (`insert ( 2400 1255 0 'I/O' )` in postgres.bki, 70 needed: load 0.77), 61 of a
-                // 16-unit one (torch's vec512_int.h, 95 needed: 0.64); clean numbered lists stop at
-                // ~20 items, and 40 lines leave 2x over them.
+                // 16-unit one (torch's vec512_int.h, 95 needed: 0.64); clean numbered lists stop at ~20
+                // items, and 40 lines leave 2x over them.
                 conservative: 40,
                 // Off in effect, as `counter_min_lines`.
                 tokens: MAX_SPAN_LIMIT,

@@ -169,3 +169,20 @@ def test_every_scan_command_runs(in_tmp: Path) -> None:
     assert ran >= 5
     assert json.loads(Path("loops.jsonl").read_text().splitlines()[0])["row"] == 1
     assert (in_tmp / "cleaned" / "chats.jsonl").is_file()
+
+
+def test_no_file_holds_a_merge_conflict() -> None:
+    """A merge left unresolved reads as text, so nothing else fails on it: every tracked file is
+    free of conflict markers."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    marker = re.compile(rb"^(<{7}|>{7}) ", re.M)
+    conflicted = [
+        name.decode()
+        for name in tracked
+        if name
+        and (ROOT / name.decode()).is_file()
+        and marker.search((ROOT / name.decode()).read_bytes())
+    ]
+    assert conflicted == []

@@ -22,7 +22,7 @@
 
 use arbitrary::Unstructured;
 use loopbreak::{
-    scan_str, scan_units, trim_units, BlockKind, Detector, Finding, Removal, Rule, RuleValues, Rules, TemplateClass,
+    scan_str, scan_units, trim_units, BlockClass, Detector, Finding, Removal, Rule, RuleValues, Rules, TemplateClass,
     Trimmed, DEFAULT_RULES, PACKED_CONTEXT, SMALL_RULES,
 };
 
@@ -254,25 +254,25 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
                 // Counter lines: a template, or a cycle of two to four (some without a number;
                 // four is no counter), around a number that mostly counts up by one, line by
                 // line or once a cycle.
-                let period = 1 + below(u, 4);
-                let cycle: Vec<(Vec<u32>, Vec<u32>, bool)> = (0..period)
+                let cycle_lines = 1 + below(u, 4);
+                let cycle: Vec<(Vec<u32>, Vec<u32>, bool)> = (0..cycle_lines)
                     .map(|_| {
                         let head = (0..below(u, 8)).map(|_| pick(u)).collect();
                         let tail = (0..below(u, 8)).map(|_| pick(u)).collect();
-                        (head, tail, period == 1 || below(u, 3) != 0)
+                        (head, tail, cycle_lines == 1 || below(u, 3) != 0)
                     })
                     .collect();
                 let once_a_cycle = below(u, 2) == 0;
                 let mut n = u64::from(byte(u)).saturating_mul([1, 1, 1_000_000_007, u64::MAX / 2][below(u, 4)]);
                 for i in 0..below(u, 200) {
-                    let (head, tail, numbered) = &cycle[i % period];
+                    let (head, tail, numbered) = &cycle[i % cycle_lines];
                     out.extend_from_slice(head);
                     if *numbered {
                         out.extend(n.to_string().chars().map(u32::from));
                     }
                     out.extend_from_slice(tail);
                     out.push(NEWLINE);
-                    if !once_a_cycle || i % period == period - 1 {
+                    if !once_a_cycle || i % cycle_lines == cycle_lines - 1 {
                         n = n.saturating_add([1, 1, 1, 1, 1, 0, 2][below(u, 7)]);
                     }
                     if out.len() >= MAX_UNITS {
@@ -328,8 +328,8 @@ pub mod known_bugs {
     pub fn span_outgrows_window(rules: &Rules) -> bool {
         let window = Detector::new(*rules).window_len() as u64;
         let p_max = rules.max_long_period.min(1 << 12);
-        let kinds = [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code];
-        (1..=p_max).any(|p| kinds.iter().any(|&k| rules.required_span(p, k) + 2 > window))
+        let classes = [BlockClass::Whitespace, BlockClass::SingleChar, BlockClass::Text, BlockClass::Code];
+        (1..=p_max).any(|p| classes.iter().any(|&k| rules.required_span(p, k) + 2 > window))
     }
 
     /// bug-rules-window: valid rules whose window is huge (`long_min_repeats * max_long_period`
@@ -443,10 +443,10 @@ fn plus_one(digits: &[u32]) -> Vec<u32> {
     out
 }
 
-/// Whether `after` steps on from `before`, the line `period` non-blank lines before it (the
+/// Whether `after` steps on from `before`, the line `cycle_lines` non-blank lines before it (the
 /// rule as `Rules::required_counter_lines` and the docs state it), written apart from the core's
-/// reading: each number unchanged, one up or `period` up (in a cycle, exactly one up).
-fn counts_on(before: &[u32], after: &[u32], period: usize) -> bool {
+/// reading: each number unchanged, one up or `cycle_lines` up (in a cycle, exactly one up).
+fn counts_on(before: &[u32], after: &[u32], cycle_lines: usize) -> bool {
     // At most two units longer: two numbers that carry at once.
     if !(before.len()..=before.len() + 2).contains(&after.len()) {
         return false;
@@ -458,10 +458,10 @@ fn counts_on(before: &[u32], after: &[u32], period: usize) -> bool {
     let mut advanced = false;
     let mut all_up = true;
     for ((a, at), (b, _)) in n1.iter().zip(&n2) {
-        let up = [1, period].into_iter().any(|step| *b == plus(a, step));
+        let up = [1, cycle_lines].into_iter().any(|step| *b == plus(a, step));
         if up {
             // In a cycle, one number at a time.
-            if names_something(before, *at) || advanced && period > 1 {
+            if names_something(before, *at) || advanced && cycle_lines > 1 {
                 return false;
             }
             advanced = true;
@@ -540,17 +540,17 @@ fn in_chat_markers(line: &str) -> Vec<bool> {
 }
 
 /// The lines of a counter streak from its first: the first cycle, then each line that steps on
-/// from the line a period before or equals it (fewer than a period of equal lines in a row).
+/// from the line a cycle before or equals it (fewer than a cycle of equal lines in a row).
 /// Asserts each line of `lines` (non-blank, trailing whitespace dropped) does.
-fn assert_a_counter_streak(lines: &[&[u32]], period: usize, what: &dyn Fn() -> String) {
+fn assert_a_counter_streak(lines: &[&[u32]], cycle_lines: usize, what: &dyn Fn() -> String) {
     let mut flat = 0;
-    for k in period..lines.len() {
-        let (before, line) = (lines[k - period], lines[k]);
-        if period > 1 && before == line {
+    for k in cycle_lines..lines.len() {
+        let (before, line) = (lines[k - cycle_lines], lines[k]);
+        if cycle_lines > 1 && before == line {
             flat += 1;
-            assert!(flat < period, "a cycle where no number changes: {}", what());
+            assert!(flat < cycle_lines, "a cycle where no number changes: {}", what());
         } else {
-            assert!(counts_on(before, line, period), "a line that does not step on: {}", what());
+            assert!(counts_on(before, line, cycle_lines), "a line that does not step on: {}", what());
             flat = 0;
         }
     }
@@ -576,8 +576,8 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 assert!((start + p..end).all(|j| units[j] == units[j - p]), "evidence is not periodic: {}", ctx());
                 assert!(is_primitive(&f.block), "block is a power of a shorter one: {}", ctx());
                 let before = &units[start.saturating_sub(PACKED_CONTEXT)..start];
-                let kind = BlockKind::of_run(&f.block, before);
-                let need = rules.run_span(&f.block, kind);
+                let class = BlockClass::of_run(&f.block, before);
+                let need = rules.run_span(&f.block, class);
                 assert_eq!(f.detected_at - f.start, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(f.repeats, need / f.period, "{}", ctx());
                 assert!(start == 0 || units[start - 1] != units[start - 1 + p], "run starts earlier: {}", ctx());
@@ -602,7 +602,7 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 let room = (window - 1).saturating_sub(last.len() - trim_trailing_ws(last).len());
                 let shown = &content[content.len() - content.len().min(room)..];
                 assert_eq!(f.block, shown, "block is not the line (or its tail): {}", ctx());
-                let need = rules.required_lines(BlockKind::of_line(content), content.len() as u64);
+                let need = rules.required_lines(BlockClass::of_line(content), content.len() as u64);
                 assert_eq!((f.repeats, copies), (need, need), "not where the rule first holds: {}", ctx());
                 // The streak starts here: the previous non-blank line (if any) differs.
                 if start > 0 {
@@ -622,21 +622,21 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 assert!(lines.iter().all(|l| fits(l)), "a line longer than max_long_period: {}", ctx());
                 let lines: Vec<&[u32]> = lines.into_iter().map(trim_trailing_ws).collect();
                 // The block is the first cycle: its lines joined by newlines.
-                let period = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
-                assert!((1..=3).contains(&period) && lines.len() > period, "{}", ctx());
-                assert_eq!(f.block, lines[..period].join(&NEWLINE), "block is not the first cycle: {}", ctx());
+                let cycle_lines = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
+                assert!((1..=3).contains(&cycle_lines) && lines.len() > cycle_lines, "{}", ctx());
+                assert_eq!(f.block, lines[..cycle_lines].join(&NEWLINE), "block is not the first cycle: {}", ctx());
                 assert_eq!(f.period, f.block.len() as u64, "{}", ctx());
-                assert_a_counter_streak(&lines, period, &ctx);
-                // It starts with a step, by the smallest period, at a line that does not repeat
+                assert_a_counter_streak(&lines, cycle_lines, &ctx);
+                // It starts with a step, by the shortest cycle, at a line that does not repeat
                 // the one before.
-                assert!(counts_on(lines[0], lines[period], period), "{}", ctx());
-                assert!(lines[period - 1] != lines[period], "a repeated line starts a streak: {}", ctx());
+                assert!(counts_on(lines[0], lines[cycle_lines], cycle_lines), "{}", ctx());
+                assert!(lines[cycle_lines - 1] != lines[cycle_lines], "a repeated line starts a streak: {}", ctx());
                 assert!(
-                    (1..period).all(|q| !counts_on(lines[period - q], lines[period], q)),
-                    "a shorter period steps on: {}",
+                    (1..cycle_lines).all(|q| !counts_on(lines[cycle_lines - q], lines[cycle_lines], q)),
+                    "a shorter cycle steps on: {}",
                     ctx()
                 );
-                let need = counter_lines_needed(rules, &lines[..period], lines[period]);
+                let need = counter_lines_needed(rules, &lines[..cycle_lines], lines[cycle_lines]);
                 assert_eq!(f.repeats, need, "not where the rule first holds: {}", ctx());
                 assert_eq!(lines.len() as u64, f.repeats, "{}", ctx());
                 // Where a streak may start depends on the one before it (a line that breaks a
@@ -870,10 +870,10 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
             }
             Rule::CounterLines => {
                 // A copy is a cycle of lines.
-                let period = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
+                let cycle_lines = 1 + f.block.iter().filter(|&&u| u == NEWLINE).count();
                 let kept = non_blank_lines(&units[f.start as usize..start]);
                 assert!(
-                    u128::from(kept) >= u128::from(keep) * period as u128,
+                    u128::from(kept) >= u128::from(keep) * cycle_lines as u128,
                     "{}",
                     ctx("fewer than `keep` cycles kept")
                 );
@@ -884,7 +884,7 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                 let removed = lines().count() as u64 - kept;
                 assert_eq!(r.repeats, removed, "{}", ctx("repeats"));
                 let all: Vec<&[u32]> = lines().map(trim_trailing_ws).collect();
-                assert_a_counter_streak(&all, period, &|| ctx("removed a line that does not step on"));
+                assert_a_counter_streak(&all, cycle_lines, &|| ctx("removed a line that does not step on"));
             }
         }
         expected.extend_from_slice(&units[cursor..start]);
@@ -942,11 +942,11 @@ pub fn check_rules(data: &[u8]) {
     }
     assert!(window <= WINDOW_BOUND, "valid rules need a window of {window} units: {rules:?}");
     for p in [1, 2, rules.max_period, rules.max_period + 1, rules.max_long_period] {
-        for kind in [BlockKind::Whitespace, BlockKind::SingleChar, BlockKind::Text, BlockKind::Code] {
-            let span = rules.required_span(p, kind);
-            assert!(span >= u64::from(p) * 2 && span >= 32, "span {span} for period {p} {kind:?}: {rules:?}");
+        for class in [BlockClass::Whitespace, BlockClass::SingleChar, BlockClass::Text, BlockClass::Code] {
+            let span = rules.required_span(p, class);
+            assert!(span >= u64::from(p) * 2 && span >= 32, "span {span} for period {p} {class:?}: {rules:?}");
             let _ = rules.least_required_span(p);
-            let _ = rules.required_lines(kind, u64::from(p));
+            let _ = rules.required_lines(class, u64::from(p));
         }
     }
     let text = below(&mut u, 2) == 0;
@@ -955,7 +955,7 @@ pub fn check_rules(data: &[u8]) {
     // The longest span one of these blocks needs, if it is affordable.
     for block in [" ", "-", "ab", "0,", "- - ", "the cat sat "] {
         let block: Vec<u32> = block.chars().map(u32::from).collect();
-        let need = rules.run_span(&block, BlockKind::of(&block)) as usize;
+        let need = rules.run_span(&block, BlockClass::of(&block)) as usize;
         let masked = MASK_KNOWN_BUGS && need + 2 > window;
         if need <= 1 << 18 && !masked {
             let mut run = vec!['x' as u32];

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::input::{text_arg, Int};
-use crate::{BlockKind, RuleValues, Rules, RulesError, DEFAULT_RULES};
+use crate::{BlockClass, RuleValues, Rules, RulesError, DEFAULT_RULES};
 
 /// Thresholds of every rule (see the `Rules` docs for each field and its default).
 #[pyclass(name = "Rules", module = "loopbreak", frozen, eq)]
@@ -84,14 +84,14 @@ crate::thresholds::with_thresholds!(rules_pymethods {
             return Err(PyValueError::new_err("block must not be empty"));
         }
         u32::try_from(units.len()).map_err(|_| PyValueError::new_err("block is too long"))?;
-        Ok(self.inner.run_span(&units, BlockKind::of_block(&units)))
+        Ok(self.inner.run_span(&units, BlockClass::of_block(&units)))
     }
 
     /// How many identical lines in a row make `line` a finding.
     fn required_lines(&self, line: &Bound<'_, PyAny>) -> PyResult<u64> {
         let units = text_arg(line, "line")?.to_units();
         let len = units.iter().rposition(|&u| !crate::classes::is_whitespace(u)).map_or(0, |i| i + 1);
-        Ok(self.inner.required_lines(BlockKind::of_line(&units[..len]), len as u64))
+        Ok(self.inner.required_lines(BlockClass::of_line(&units[..len]), len as u64))
     }
 
     /// The rules as a dict of field name to value.

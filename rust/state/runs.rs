@@ -2,7 +2,7 @@
 //! followed unit by unit (a [`Tracker`]) while it can still reach its rule, until it breaks.
 
 use super::{Candidate, Core, K};
-use crate::classes::{BlockKind, PACKED_CONTEXT};
+use crate::classes::{BlockClass, PACKED_CONTEXT};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 
@@ -69,7 +69,7 @@ impl<T: Unit> Core<T> {
 
     /// Tracker `i` reached its `need` at `x`. The first time, its block is looked at: a block
     /// that is a power of a shorter one is dropped (the shorter period reports it), any other
-    /// gets the span its kind needs. Reaching that span makes a candidate. Returns whether to
+    /// gets the span its class needs. Reaching that span makes a candidate. Returns whether to
     /// keep following the run.
     fn settle(&mut self, i: usize, x: u64) -> bool {
         let (period, start) = (self.trackers[i].period, self.trackers[i].start);
@@ -81,7 +81,7 @@ impl<T: Unit> Core<T> {
             let oldest = (x + 1).saturating_sub(self.window.len() as u64);
             let before = self.window.units(start.saturating_sub(PACKED_CONTEXT as u64).max(oldest), start);
             let block = self.window.units(start, start + period);
-            let need = self.rules.run_span(&block, BlockKind::of_run(&block, &before));
+            let need = self.rules.run_span(&block, BlockClass::of_run(&block, &before));
             let tracker = &mut self.trackers[i];
             tracker.settled = true;
             tracker.need = need;

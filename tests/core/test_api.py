@@ -15,7 +15,7 @@ import pytest
 
 import loopbreak
 from loopbreak import DEFAULT_KEEP, Detector, Finding, Rules, scan, trim
-from support.oracle import block_kind, first_held, required_span
+from support.oracle import class_of, first_held, required_span
 
 FIELDS = [
     "max_period",
@@ -165,7 +165,7 @@ def test_rules_take_keywords_only() -> None:
 
 def test_custom_rules_are_used() -> None:
     text = "loadTools. " * 30
-    need = required_span(Rules(), 11, block_kind("loadTools. "))
+    need = required_span(Rules(), 11, class_of("loadTools. "))
     assert only(scan(text)).detected_at == need
     rules = Rules(min_repeats=25, text_span=1000)
     assert only(scan(text, rules)).detected_at == 25 * 11
@@ -561,9 +561,9 @@ def test_load_tools_found_within_25_repeats(block: str, prefix: str, delta: int)
     assert found.block in block * 2  # the block, maybe rotated
 
 
-def test_the_incident_block_is_found_early_and_trimmed() -> None:
-    """255,388 chars with `loadTools.` 20,416 times: found within ~250 chars, trimmed to a few
-    hundred."""
+def test_the_readmes_loadtools_block_is_found_early_and_trimmed() -> None:
+    """The loop the README opens with, an agent's last step of 255,388 chars with `loadTools.`
+    20,416 times: found within ~250 chars, trimmed to a few hundred."""
     loop = "loadTools." * 20_416
     intro = "Now I have everything I need. Let me write the final answer.\n\n"
     intro += prose_words(random.Random(5), 12_000)[: 255_388 - len(intro) - len(loop)]

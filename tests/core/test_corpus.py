@@ -4,6 +4,7 @@ judge found. Every false positive and every loop found while tuning is a case he
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from support.shared_corpus import CORPUS, needs_corpus
 
 # ../shared/corpus beside the repository (or beside the folder of worktrees it is in).
 STDLIB = benign.STDLIB
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +71,25 @@ def test_benign_repeated_lines_from_the_stdlib(
     # The same line a hundred and fifty more times is a loop (benign data holds 151 short code
     # lines in a row: see the wide corpus below).
     assert loopbreak.scan(excerpt + needle * 150)
+
+
+def test_a_row_of_numbers_a_model_repeats_alone_is_a_loop_of_code() -> None:
+    """SmolLM2-135M, asked to simulate a health-check log, wrote a timestamp and then
+    `` -1.000000`` 164 times to its token limit (tests/data/smollm2_minus_one_loop.txt). One row
+    of numbers repeated on its own is code, not a table row: found at 1,024 units (103 copies),
+    and at 120 copies under the conservative preset."""
+    text = (DATA / "smollm2_minus_one_loop.txt").read_text(encoding="utf-8")
+    [found] = loopbreak.scan(text)
+    assert (found.rule, found.block, found.start, found.repeats, found.end) == (
+        "periodic_run",
+        " -1.000000",
+        23,
+        164,
+        len(text),
+    )
+    assert found.detected_at - found.start == 103 * 10
+    [conservative] = loopbreak.scan(text, rules=loopbreak.Rules.conservative())
+    assert conservative.detected_at - conservative.start == 120 * 10
 
 
 # Excerpts of ../shared/corpus/loops that the default rules find, by the block they repeat. The

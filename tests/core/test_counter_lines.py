@@ -142,8 +142,9 @@ def test_trim_keeps_the_first_counter_lines_and_says_what_it_removed() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        # A clean numbered list of twenty (d34-sampled counts 1..20, d34-greedy `N = VIVA` x20,
-        # code: 25 lines), and fifteen items that say the same (a template of words needs 16).
+        # A clean numbered list of twenty (SmolLM2 asked for Roman numerals wrote both: bare
+        # numbers are data, 64 lines; `N = VIVA` code, 25), and fifteen items that say the same
+        # (a template of words needs 16).
         numbered("{n}", 1, 20),
         numbered("{n} = VIVA", 1, 20),
         numbered("{n}. item", 1, 15),

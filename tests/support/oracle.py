@@ -43,7 +43,7 @@ WHITESPACE: frozenset[str] = frozenset(
     + "\u2028\u2029\u202f\u205f\u3000"
 )
 
-BlockKind = Literal["whitespace", "single_char", "text", "code", "table", "payload"]
+BlockClass = Literal["whitespace", "single_char", "text", "code", "table", "payload"]
 
 # Letters that are hex digits, or the x of a hex prefix; and the marks of a hex block.
 HEX_LETTERS = frozenset("abcdefABCDEFxX")
@@ -77,8 +77,8 @@ def is_lowercase(ch: str) -> bool:
     return not is_surrogate(ch) and ch.islower() and is_letter(ch)
 
 
-def block_kind(block: str) -> BlockKind:
-    """``BlockKind::of`` in rust/rules.rs (a line's kind). A block of words is mostly letters (3 of 4
+def class_of(block: str) -> BlockClass:
+    """``BlockClass::of`` in rust/classes.rs (a line's class). A block of words is mostly letters (3 of 4
     visible units) and not mostly indentation (at most one whitespace unit per two visible ones);
     a block with at least as much whitespace as visible units is a table row. Letters do not count in
     a hex block (every letter in ``HEX_LETTERS``, with a unit of ``HEX_MARKS``) nor in a block of
@@ -118,13 +118,13 @@ def word_letters(block: str) -> int:
 CODE_MARKS = frozenset("_()[]{}<>=;\"'`")
 
 
-def line_kind(content: str) -> BlockKind:
-    """``BlockKind::of_line``: a line with at least as much whitespace, its newline counted, as
+def line_class_of(content: str) -> BlockClass:
+    """``BlockClass::of_line``: a line with at least as much whitespace, its newline counted, as
     visible units, or of ASCII with few distinct units (at most ``TABLE_ALPHABET`` visible ones and
     its whitespace as one, fewer than one per ``VARIETY`` units), is a table row; a line of words
     with no whitespace inside, nothing beyond ASCII and a mark of code (an identifier or a
     statement) counts as code."""
-    kind = block_kind(content)
+    block_class = class_of(content)
     visible_at = next((i for i, ch in enumerate(content) if not is_whitespace(ch)), len(content))
     inner = any(is_whitespace(ch) for ch in content[visible_at:])
     distinct = len({ch for ch in content if not is_whitespace(ch)}) + inner
@@ -135,87 +135,87 @@ def line_kind(content: str) -> BlockKind:
     )
     whitespace = sum(is_whitespace(ch) for ch in content)
     indented_item = whitespace + 1 >= len(content) - whitespace
-    if kind in ("text", "code") and (few_distinct or indented_item):
+    if block_class in ("text", "code") and (few_distinct or indented_item):
         return "table"
     if (
-        kind == "text"
+        block_class == "text"
         and not inner
         and content.isascii()
         and any(ch in CODE_MARKS for ch in content)
     ):
         return "code"
-    return kind
+    return block_class
 
 
-def periodic_kind(block: str, before: str) -> BlockKind:
-    """``BlockKind::of_run``: the kind of a run of ``block`` after ``before`` (up to
+def run_class_of(block: str, before: str) -> BlockClass:
+    """``BlockClass::of_run``: the class of a run of ``block`` after ``before`` (up to
     ``PACKED_CONTEXT`` units); "payload" if the run is part of a packed payload."""
     if len(before) >= PACKED_CONTEXT and all(
         ch in PACKED for ch in before[-PACKED_CONTEXT:] + block
     ):
         return "payload"
-    kind = block_kind(block)
+    block_class = class_of(block)
     distinct = len(set(block))
     if (
-        kind in ("text", "code")
+        block_class in ("text", "code")
         and len(block) > VARIETY
         and distinct <= TABLE_ALPHABET
         and distinct * VARIETY < len(block)
     ):
         return "table"
-    if kind == "code" and word_letters(block) == 0 and block.count("\n") >= TABLE_LINES:
+    if block_class == "code" and word_letters(block) == 0 and block.count("\n") >= TABLE_LINES:
         return "table"
-    if kind == "text" and before[-1:] in ("[", "("):
+    if block_class == "text" and before[-1:] in ("[", "("):
         return "code"
-    return kind
+    return block_class
 
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def required_repeats(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
-    # Blocks of one visible char or of whitespace need the repeats of code too.
-    if kind == "text":
+def required_copies(rules: loopbreak.Rules, period: int, block_class: BlockClass) -> int:
+    # Blocks of one visible char or of whitespace need the copies of code too.
+    if block_class == "text":
         most, span = rules.min_repeats, rules.text_span
-    elif kind == "table":
+    elif block_class == "table":
         most, span = rules.code_min_repeats, rules.table_span
     else:
         most, span = rules.code_min_repeats, rules.code_span
     return min(max(ceil_div(span, period), rules.long_min_repeats), most)
 
 
-def required_span(rules: loopbreak.Rules, period: int, kind: BlockKind) -> int:
-    if kind == "whitespace":
+def required_span(rules: loopbreak.Rules, period: int, block_class: BlockClass) -> int:
+    if block_class == "whitespace":
         floor = rules.whitespace_min_span
-    elif kind == "single_char":
+    elif block_class == "single_char":
         floor = rules.single_char_min_span
-    elif kind == "code":
+    elif block_class == "code":
         floor = rules.code_min_span
-    elif kind == "table":
+    elif block_class == "table":
         floor = rules.whitespace_min_span
-    elif kind == "payload":
+    elif block_class == "payload":
         floor = rules.payload_span
     else:
         floor = rules.min_span
-    return max(required_repeats(rules, period, kind) * period, floor)
+    return max(required_copies(rules, period, block_class) * period, floor)
 
 
-def run_span(rules: loopbreak.Rules, block: str, kind: BlockKind) -> int:
+def run_span(rules: loopbreak.Rules, block: str, block_class: BlockClass) -> int:
     """``Rules::run_span``: a block of one line that is not words needs at least
     ``min_repeats`` copies, however long the line."""
-    span = required_span(rules, len(block), kind)
-    if kind != "text" and block.count("\n") == 1:
+    span = required_span(rules, len(block), block_class)
+    if block_class != "text" and block.count("\n") == 1:
         return max(span, rules.min_repeats * len(block))
     return span
 
 
-def required_lines(rules: loopbreak.Rules, kind: BlockKind, length: int) -> int:
+def required_lines(rules: loopbreak.Rules, block_class: BlockClass, length: int) -> int:
     """A line of words needs ``min_lines``; any other ``code_min_lines``, and a short one enough
     lines to cover ``code_span`` units (``table_span`` for a table row) with their newlines."""
-    if kind == "text":
+    if block_class == "text":
         return rules.min_lines
-    span = rules.table_span if kind == "table" else rules.code_span
+    span = rules.table_span if block_class == "table" else rules.code_span
     return max(rules.code_min_lines, ceil_div(span, length + 1))
 
 
@@ -324,8 +324,8 @@ def periodic_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             block = u[s:a]
             if not is_primitive(block):
                 continue
-            kind = periodic_kind(block, u[max(0, s - PACKED_CONTEXT) : s])
-            need = run_span(rules, block, kind)
+            block_class = run_class_of(block, u[max(0, s - PACKED_CONTEXT) : s])
+            need = run_span(rules, block, block_class)
             if b - s >= need:
                 rule: RuleName = "periodic_run" if p <= rules.max_period else "long_block"
                 finding = OracleFinding(rule, p, block, s, need // p, s + need, s + need)
@@ -350,7 +350,7 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             k += 1
         streak = nonblank[i : k + 1]
         content = streak[0][1]
-        need = required_lines(rules, line_kind(content), len(content))
+        need = required_lines(rules, line_class_of(content), len(content))
         if len(streak) >= need:
             first = streak[0][0]
             ends = tuple(line[2] for line in streak[need - 1 :])
@@ -424,10 +424,10 @@ def part_of_a_name(line: str, at: int) -> bool:
     return letters > 0 and (letters < 3 or glued or camel)
 
 
-def counts_on(prev: str, line: str, period: int = 1) -> bool:
-    """Whether ``line`` steps on from ``prev``, the line ``period`` non-blank lines before it:
+def counts_on(prev: str, line: str, cycle_lines: int = 1) -> bool:
+    """Whether ``line`` steps on from ``prev``, the line ``cycle_lines`` non-blank lines before it:
     at most ``MAX_GAIN`` units longer and no shorter, the same template, every number's digits
-    unchanged, plus one or plus ``period``, at least one up (in a cycle, ``period`` above 1,
+    unchanged, plus one or plus ``cycle_lines``, at least one up (in a cycle, ``cycle_lines`` above 1,
     exactly one), none that goes up as part of a name
     (an identifier's tail or an index), and in a template without a letter every number up but
     the fraction of a decimal."""
@@ -437,9 +437,10 @@ def counts_on(prev: str, line: str, period: int = 1) -> bool:
     if t1 != t2:
         return False
     steps = [
-        0 if b == a else 1 if b in (plus(a, 1), plus(a, period)) else None for a, b in zip(n1, n2)
+        0 if b == a else 1 if b in (plus(a, 1), plus(a, cycle_lines)) else None
+        for a, b in zip(n1, n2)
     ]
-    if None in steps or 1 not in steps or (period > 1 and steps.count(1) > 1):
+    if None in steps or 1 not in steps or (cycle_lines > 1 and steps.count(1) > 1):
         return False
     starts = [m.start() for m in re.finditer("[0-9]+", prev)]
     if any(part_of_a_name(prev, at) for at, step in zip(starts, steps) if step == 1):
@@ -502,16 +503,16 @@ def required_counter_lines(rules: loopbreak.Rules, cycle: str, stepped: str) -> 
         least, span = rules.code_counter_min_lines, rules.code_counter_span
     else:
         least, span = rules.counter_min_lines, rules.counter_span
-    period = len(lines)
-    return max(least, ceil_div(span * period, length + period), period + 1)
+    cycle_lines = len(lines)
+    return max(least, ceil_div(span * cycle_lines, length + cycle_lines), cycle_lines + 1)
 
 
 def required_counter_lines_at(rules: loopbreak.Rules, text: str, start: int, block: str) -> int:
     """``required_counter_lines`` of the streak of first cycle ``block`` that starts at
     ``start`` of ``text`` (its line after the first cycle read from the text)."""
     lines = [line for line in text[start:].split("\n") if rstrip_whitespace(line)]
-    period = block.count("\n") + 1
-    return required_counter_lines(rules, block, rstrip_whitespace(lines[period]))
+    cycle_lines = block.count("\n") + 1
+    return required_counter_lines(rules, block, rstrip_whitespace(lines[cycle_lines]))
 
 
 def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
@@ -519,9 +520,9 @@ def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     most ``max_long_period`` units (newline excluded). With no streak running, a line that does
     not repeat the line before it and steps on from the line 1 or 2 before it (the first that
     does, all of them fitting) starts a
-    streak of that period from that line. A running streak goes on with each line that steps on
-    from the line a period before it, or equals it while fewer than a period of lines in a row
-    do; any other line ends it and starts none."""
+    streak of cycles of that many lines from that line. A running streak goes on with each line
+    that steps on from the line a cycle before it, or equals it while fewer than a cycle of lines
+    in a row do; any other line ends it and starts none."""
     lines: list[tuple[int, str, int, bool]] = []
     start = 0
     for i, ch in enumerate(u):
@@ -533,18 +534,18 @@ def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     tail = rstrip_whitespace(u[start:])
     tail_fits = len(u) - start <= rules.max_long_period
 
-    def continues(before: str, line: str, period: int, flat: int) -> int | None:
+    def continues(before: str, line: str, cycle_lines: int, flat: int) -> int | None:
         """The count of equal lines in a row after ``line``, if it continues the streak."""
-        if period > 1 and before == line:
-            return flat + 1 if flat + 1 < period else None
-        return 0 if counts_on(before, line, period) else None
+        if cycle_lines > 1 and before == line:
+            return flat + 1 if flat + 1 < cycle_lines else None
+        return 0 if counts_on(before, line, cycle_lines) else None
 
     out: list[Candidate] = []
-    first, period, flat = -1, 0, 0
+    first, cycle_lines, flat = -1, 0, 0
     for k in range(len(lines) + 1):
-        if period:
+        if cycle_lines:
             after = (
-                continues(lines[k - period][1], lines[k][1], period, flat)
+                continues(lines[k - cycle_lines][1], lines[k][1], cycle_lines, flat)
                 if k < len(lines) and lines[k][3]
                 else None
             )
@@ -556,10 +557,10 @@ def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
                 k == len(lines)
                 and bool(tail)
                 and tail_fits
-                and continues(lines[k - period][1], tail, period, flat) is not None
+                and continues(lines[k - cycle_lines][1], tail, cycle_lines, flat) is not None
             )
-            out.extend(counter_candidate(rules, u, lines[first:k], period, more))
-            period = 0
+            out.extend(counter_candidate(rules, u, lines[first:k], cycle_lines, more))
+            cycle_lines = 0
             continue
         # A line that repeats the one before starts none (that is identical_lines).
         if k == len(lines) or not lines[k][3] or (k > 0 and lines[k - 1][1] == lines[k][1]):
@@ -568,7 +569,7 @@ def counter_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             if all(line[3] for line in lines[k - p : k]) and counts_on(
                 lines[k - p][1], lines[k][1], p
             ):
-                first, period, flat = k - p, p, 0
+                first, cycle_lines, flat = k - p, p, 0
                 break
     return out
 
@@ -577,13 +578,13 @@ def counter_candidate(
     rules: loopbreak.Rules,
     u: str,
     streak: list[tuple[int, str, int, bool]],
-    period: int,
+    cycle_lines: int,
     more: bool,
 ) -> list[Candidate]:
-    """The candidate of a streak of ``period`` over ``streak`` if it reached the lines it needs
-    (``more``: the text ends in one more line that continues it)."""
-    block = "\n".join(line[1] for line in streak[:period])
-    need = required_counter_lines(rules, block, streak[period][1])
+    """The candidate of a streak of cycles of ``cycle_lines`` lines over ``streak`` if it reached
+    the lines it needs (``more``: the text ends in one more line that continues it)."""
+    block = "\n".join(line[1] for line in streak[:cycle_lines])
+    need = required_counter_lines(rules, block, streak[cycle_lines][1])
     if len(streak) < need:
         return []
     first = streak[0][0]

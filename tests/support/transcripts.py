@@ -23,7 +23,7 @@ def loop_text(i: int) -> str:
     """A clean prefix (``CLEAN_PREFIX`` with ``i``), then one of three kinds of loop."""
     prefix = CLEAN_PREFIX.format(i=i)
     kind = i % 3
-    if kind == 0:  # a short block, as in the README's incident: loadTools. loadTools. ...
+    if kind == 0:  # a short block, as in the README's opening loop: loadTools. loadTools. ...
         return prefix + f"loadTools{i % 5}. " * 80
     if kind == 1:  # the same line over and over; trailing spaces that vary make it no periodic run
         line = f"- call read_file(path='src/{i % 11}.py')"
