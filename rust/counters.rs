@@ -602,7 +602,7 @@ fn chat_marker_len(units: &[u32]) -> usize {
 
 /// The lines of a cycle, by the block a streak is reported by (its first cycle's lines, joined
 /// by newlines).
-pub(crate) fn cycle_period(block: &[u32]) -> usize {
+pub(crate) fn cycle_lines_of(block: &[u32]) -> usize {
     1 + block.iter().filter(|&&unit| unit == u32::from(b'\n')).count()
 }
 

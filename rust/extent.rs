@@ -3,7 +3,7 @@
 //! the repetition stops and every copy it holds (and `trim` cuts by the same extent).
 
 use crate::classes::is_whitespace;
-use crate::counters::{counts_on, cycle_period};
+use crate::counters::{counts_on, cycle_lines_of};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
@@ -125,11 +125,11 @@ fn lines_extent<S: Unit>(units: &[S], finding: &Finding) -> Extent {
 
 /// The streak of counter lines from the finding's first line (blank lines between them
 /// allowed), each line within `max_long_period` units as the detector reads them: the lines of
-/// the first cycle, then each that steps on from the line a period before it, or equals it while
-/// no period of lines in a row does. A last line the text ends in counts if it continues the
+/// the first cycle, then each that steps on from the line a cycle before it, or equals it while
+/// no cycle of lines in a row does. A last line the text ends in counts if it continues the
 /// streak; no part of a line does (what a cut-short counter line would have been is not known).
 fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Extent {
-    let period = cycle_period(&finding.block);
+    let cycle_lines = cycle_lines_of(&finding.block);
     let mut streak: Vec<&[S]> = Vec::new();
     let mut extent = Extent { end: finding.start, copies: 0, partial: false };
     let mut flat = 0;
@@ -142,13 +142,13 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
         if !fits {
             break;
         }
-        if let Some(&before) = streak.len().checked_sub(period).map(|at| &streak[at]) {
-            if period > 1 && before == text {
+        if let Some(&before) = streak.len().checked_sub(cycle_lines).map(|at| &streak[at]) {
+            if cycle_lines > 1 && before == text {
                 flat += 1;
-                if flat == period {
+                if flat == cycle_lines {
                     break;
                 }
-            } else if counts_on(before, text, period) {
+            } else if counts_on(before, text, cycle_lines) {
                 flat = 0;
             } else {
                 break;

@@ -12,6 +12,7 @@ mod counters;
 mod detector;
 mod extent;
 mod finding;
+mod identical;
 pub mod json_lines;
 mod lanes;
 mod lines;

@@ -1,8 +1,8 @@
-//! The identical-lines rule, one line end at a time. Units between line ends cost nothing here:
-//! at a newline the line's content (trailing whitespace dropped) is read back from the window and
-//! compared with the streak's line. A line whose start would leave the window before its end
-//! arrives is folded into a keyed hash as it leaves, and so is a streak line about to leave; two
-//! lines are then compared on hash and length. Equality is exact while both lines are held.
+//! Lines as the line rules (identical lines, counter lines) read them, one line end at a time.
+//! Units between line ends cost nothing here: at a newline the line's content (trailing
+//! whitespace dropped) is read back from the window. A line whose start would leave the window
+//! before its end arrives is folded into a keyed hash as it leaves; the rules compare such lines
+//! on hash and length.
 //!
 //! The hash is keyed, so that output cannot be crafted to make two different lines look the
 //! same (an unkeyed hash let a birthday search over ~2^16 ids force a false `identical_lines`
@@ -21,9 +21,7 @@ use std::hash::BuildHasher;
 use std::sync::OnceLock;
 
 use crate::classes::{is_whitespace, BlockClass, ClassCounts};
-use crate::counters::{CounterEvent, Counters};
 use crate::lanes::Unit;
-use crate::rules::Rules;
 use crate::window::Window;
 
 /// The prime modulus of the line hash.
@@ -56,32 +54,6 @@ fn reduce(x: u128) -> u64 {
 #[inline(always)]
 fn fold(lane: u64, k: u64, unit: u32) -> u64 {
     reduce(u128::from(lane) * u128::from(k)) + u64::from(unit) + 1
-}
-
-/// What the end of a line did to the streak of identical lines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LineEvent {
-    /// The line repeats the streak's line (after the streak reached its rule, or before).
-    Continued,
-    /// The line differs from the streak's: a new streak of one line starts.
-    NewStreak,
-    /// The streak just reached the number of lines its rule needs.
-    Reached { start: u64, line_start: u64, period: u64, copies: u64 },
-}
-
-/// What the end of a non-blank line did to the streak of identical lines, and to the streak of
-/// counter lines (`None` when no counter streak was running and none reached its rule).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LineEvents {
-    pub identical: LineEvent,
-    pub counter: Option<CounterEvent>,
-}
-
-impl LineEvents {
-    /// Whether a streak reached its rule at this line.
-    pub fn reached(&self) -> bool {
-        matches!(self.identical, LineEvent::Reached { .. }) || matches!(self.counter, Some(CounterEvent::Reached))
-    }
 }
 
 /// A line folded a slice at a time. `content_*` is its value at the last visible unit, so
@@ -154,76 +126,36 @@ impl Folded {
     }
 }
 
-/// The run of identical lines the latest lines belong to.
-#[derive(Clone, Copy, Debug)]
-struct Streak {
-    /// Where its first and its latest line start.
-    start: u64,
-    last_start: u64,
-    content_len: u64,
-    /// The line's hash, once a copy of it had to leave the window.
-    hash: Option<u64>,
-    /// The line's class, once the streak is long enough to ask.
-    class: Option<BlockClass>,
-    count: u64,
-}
-
-#[derive(Clone, Debug)]
-pub struct Lines {
-    rules: Rules,
+#[derive(Clone, Debug, Default)]
+pub struct LineReader {
     current_start: u64,
     /// The part of the current line that already left the window (empty for most lines).
     current: Folded,
-    streak: Option<Streak>,
-    counters: Counters,
 }
 
-impl Lines {
-    pub fn new(rules: &Rules) -> Lines {
-        Lines {
-            rules: *rules,
-            current_start: 0,
-            current: Folded::default(),
-            streak: None,
-            counters: Counters::new(rules),
-        }
-    }
-
-    /// The streak of counter lines (for the first line of one that reached its rule).
-    pub fn counters(&self) -> &Counters {
-        &self.counters
-    }
-
-    /// Before `n` units are appended to `window`: folds what they would push out of it.
-    pub fn before_append<T: Unit>(&mut self, window: &Window<T>, n: usize) {
-        let leaving = window.oldest_after(n);
+impl LineReader {
+    /// Before the window's units up to `leaving` leave it: folds the current line's part among
+    /// them.
+    pub fn before_append<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
         let folded_to = self.current_start + self.current.len;
         if folded_to < leaving {
             self.current.extend(window, folded_to, leaving);
         }
-        self.counters.before_append(window, leaving);
-        if let Some(streak) = &mut self.streak {
-            if streak.hash.is_none() && streak.last_start < leaving {
-                streak.hash = Some(hash_of(window, streak.last_start, streak.content_len));
-            }
-        }
     }
 
-    /// Unit `x` of `window` is a newline: reports what the line it ends did to the streaks.
-    /// `before` is the unit before it, where the caller has it at hand (most lines end in a
-    /// visible unit, so the window is not read). Inlined into the loop over a piece's newlines:
-    /// most lines are held whole and differ in length from the streak's, and those are decided
-    /// here without a call.
+    /// Unit `x` of `window` is a newline: the line it ends (a blank line has no content, and
+    /// breaks no streak). `before` is the unit before it, where the caller has it at hand
+    /// (most lines end in a visible unit, so the window is not read). Inlined into the loop over
+    /// a piece's newlines: most lines are held whole.
     #[inline(always)]
-    pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
+    pub fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Line {
         let start = std::mem::replace(&mut self.current_start, x + 1);
-        // The line's last unit (trailing whitespace dropped), which the counter rule compares.
-        let mut last = 0;
-        let line = if self.current.len > 0 {
+        if self.current.len > 0 {
             self.folded_line(start, x, window)
         } else {
             let mut end = x;
             let mut unit = before;
+            let mut last = 0;
             while end > start {
                 last = unit.take().unwrap_or_else(|| window.at(end - 1));
                 if !is_whitespace(last) {
@@ -231,19 +163,8 @@ impl Lines {
                 }
                 end -= 1;
             }
-            Line { start, content_len: end - start, hash: None, class: None }
-        };
-        if line.content_len == 0 {
-            // Blank lines do not break a streak.
-            return None;
+            Line { start, content_len: end - start, hash: None, class: None, last }
         }
-        let identical = match self.streak {
-            Some(streak) if streak.content_len == line.content_len => self.on_same_length(streak, line, window),
-            _ => self.new_streak(line),
-        };
-        let repeats_previous = identical != LineEvent::NewStreak;
-        let counter = self.counters.on_line(start, line.content_len, last, x, repeats_previous, window);
-        Some(LineEvents { identical, counter })
     }
 
     /// The line starting at `start`, part of which left the window, ends at the newline `x`.
@@ -256,68 +177,25 @@ impl Lines {
             content_len: folded.content_len,
             hash: Some(folded.content_hash),
             class: Some(folded.class_counts.line_class()),
+            last: 0,
         }
-    }
-
-    #[inline(always)]
-    fn new_streak(&mut self, line: Line) -> LineEvent {
-        let Line { start, content_len, hash, class } = line;
-        self.streak = Some(Streak { start, last_start: start, content_len, hash, class, count: 1 });
-        LineEvent::NewStreak
-    }
-
-    /// The line is as long as the streak's: whether it repeats it, and what that does. Inlined:
-    /// in a loop of identical lines every line comes here (a call cost 7% there).
-    #[inline(always)]
-    fn on_same_length<T: Unit>(&mut self, streak: Streak, line: Line, window: &Window<T>) -> LineEvent {
-        let Line { start: line_start, content_len, hash, class } = line;
-        let same = match (streak.hash, hash) {
-            (None, None) => {
-                let apart = line_start - streak.last_start;
-                window.first_break(apart, line_start, line_start + content_len) == line_start + content_len
-            }
-            (known, new) => {
-                let hash_at = |start| hash_of(window, start, content_len);
-                known.unwrap_or_else(|| hash_at(streak.last_start)) == new.unwrap_or_else(|| hash_at(line_start))
-            }
-        };
-        let Some(streak) = self.streak.as_mut().filter(|_| same) else {
-            return self.new_streak(line);
-        };
-        streak.count += 1;
-        streak.last_start = line_start;
-        streak.hash = streak.hash.or(hash);
-        streak.class = streak.class.or(class);
-        let fewest = self.rules.min_lines.min(self.rules.code_min_lines);
-        if streak.count < u64::from(fewest) {
-            return LineEvent::Continued;
-        }
-        let class = *streak.class.get_or_insert_with(|| {
-            let mut counts = ClassCounts::default();
-            let (older, newer) = window.slices(line_start, line_start + content_len);
-            counts.add_all(older);
-            counts.add_all(newer);
-            counts.line_class()
-        });
-        if streak.count == self.rules.required_lines(class, content_len) {
-            return LineEvent::Reached { start: streak.start, line_start, period: content_len, copies: streak.count };
-        }
-        LineEvent::Continued
     }
 }
 
-/// A line as the streak compares it: where it starts, the length of its content (trailing
-/// whitespace dropped), and its hash and class if part of it had to leave the window.
+/// A non-blank line as the line rules read it: where it starts, the length of its content
+/// (trailing whitespace dropped), its hash and class if part of it had to leave the window, and
+/// its last visible unit (0 for a line that had to leave it), which the counter rule compares.
 #[derive(Clone, Copy, Debug)]
-struct Line {
-    start: u64,
-    content_len: u64,
-    hash: Option<u64>,
-    class: Option<BlockClass>,
+pub struct Line {
+    pub start: u64,
+    pub content_len: u64,
+    pub hash: Option<u64>,
+    pub class: Option<BlockClass>,
+    pub last: u32,
 }
 
 /// The hash of a line's content held in the window (as [`Folded`] would give).
-fn hash_of<T: Unit>(window: &Window<T>, start: u64, content_len: u64) -> u64 {
+pub fn hash_of<T: Unit>(window: &Window<T>, start: u64, content_len: u64) -> u64 {
     let mut line = Folded::default();
     line.extend(window, start, start + content_len);
     line.content_hash

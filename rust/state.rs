@@ -27,10 +27,11 @@ mod sampling;
 
 use std::sync::Arc;
 
-use crate::counters::CounterEvent;
+use crate::counters::{CounterEvent, Counters};
 use crate::finding::{Finding, Rule};
+use crate::identical::{IdenticalLines, LineEvent};
 use crate::lanes::{Marks, Unit, LANES};
-use crate::lines::{LineEvent, LineEvents, Lines};
+use crate::lines::LineReader;
 use crate::plan::Plan;
 use crate::rules::{Rules, SAMPLE_UNITS};
 use crate::window::{Window, PIECE};
@@ -52,11 +53,67 @@ pub struct Core<T: Unit> {
     plan: Arc<Plan>,
     window: Window<T>,
     trackers: Vec<Tracker>,
-    lines: Lines,
+    lines: LineRules,
     /// What earlier findings cover.
     claim: Claim,
     first_finding: Option<Finding>,
     candidates: Vec<Candidate>,
+}
+
+/// The line rules, side by side on the lines the reader reads.
+#[derive(Clone, Debug)]
+struct LineRules {
+    reader: LineReader,
+    identical: IdenticalLines,
+    counters: Counters,
+}
+
+impl LineRules {
+    fn new(rules: &Rules) -> LineRules {
+        LineRules {
+            reader: LineReader::default(),
+            identical: IdenticalLines::new(rules),
+            counters: Counters::new(rules),
+        }
+    }
+
+    /// Before `n` units are appended to `window`: each keeps what it needs of the units that
+    /// would leave it.
+    fn before_append<T: Unit>(&mut self, window: &Window<T>, n: usize) {
+        let leaving = window.oldest_after(n);
+        self.reader.before_append(window, leaving);
+        self.counters.before_append(window, leaving);
+        self.identical.before_append(window, leaving);
+    }
+
+    /// Unit `x` of `window` is a newline: what the line it ends did to each rule's streak, or
+    /// `None` for a blank line. Inlined into the loop over a piece's newlines.
+    #[inline(always)]
+    fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
+        let line = self.reader.on_newline(x, before, window);
+        if line.content_len == 0 {
+            return None;
+        }
+        let identical = self.identical.on_line(line, window);
+        let repeats_previous = identical != LineEvent::NewStreak;
+        let counter = self.counters.on_line(line.start, line.content_len, line.last, x, repeats_previous, window);
+        Some(LineEvents { identical, counter })
+    }
+}
+
+/// What the end of a non-blank line did to the streak of identical lines, and to the streak of
+/// counter lines (`None` when no counter streak was running and none reached its rule).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LineEvents {
+    identical: LineEvent,
+    counter: Option<CounterEvent>,
+}
+
+impl LineEvents {
+    /// Whether a streak reached its rule at this line.
+    fn reached(&self) -> bool {
+        matches!(self.identical, LineEvent::Reached { .. }) || matches!(self.counter, Some(CounterEvent::Reached))
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -74,7 +131,7 @@ impl<T: Unit> Core<T> {
             window: Window::new(plan.window_len),
             plan,
             trackers: Vec::new(),
-            lines: Lines::new(&rules),
+            lines: LineRules::new(&rules),
             claim: Claim::default(),
             first_finding: None,
             candidates: Vec::new(),
@@ -107,7 +164,7 @@ impl<T: Unit> Core<T> {
 
     pub fn heap_bytes(&self) -> usize {
         self.window.heap_bytes()
-            + self.lines.counters().heap_bytes()
+            + self.lines.counters.heap_bytes()
             + self.trackers.capacity() * std::mem::size_of::<Tracker>()
             + self.candidates.capacity() * std::mem::size_of::<Candidate>()
     }
@@ -245,7 +302,7 @@ impl<T: Unit> Core<T> {
             Some(CounterEvent::Continued) => self.claim.streak_continued_at(x, Rule::CounterLines),
             Some(CounterEvent::Broken) => self.claim.streak_ended(Rule::CounterLines),
             Some(CounterEvent::Reached) => {
-                let counters = self.lines.counters();
+                let counters = &self.lines.counters;
                 let ((start, block), repeats) = (counters.first_cycle(), counters.lines());
                 let finding = Finding {
                     rule: Rule::CounterLines,

@@ -1,7 +1,7 @@
 //! Trimming before persistence: every degenerate region keeps its first few copies and a marker
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
-use crate::counters::cycle_period;
+use crate::counters::cycle_lines_of;
 use crate::detector::scan_stored;
 use crate::extent::{extent, lines_from};
 use crate::finding::{CopyUnit, Finding, Rule};
@@ -82,7 +82,7 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
         Rule::IdenticalLines => kept_lines(units, rules, finding, keep),
         // A copy of a counter streak is a whole cycle of its lines.
         Rule::CounterLines => {
-            kept_lines(units, rules, finding, keep.saturating_mul(cycle_period(&finding.block) as u64))
+            kept_lines(units, rules, finding, keep.saturating_mul(cycle_lines_of(&finding.block) as u64))
         }
     }
 }
