@@ -1,0 +1,70 @@
+"""The default rules against long sampled outputs of Gemma 3 270M (3,000 tokens, five seeds of the
+prompts whose short outputs were near-loops, tests/data/README.md): every loop found early, and
+the near-loops no rule finds named. Data only: the model is not needed to run these tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import loopbreak
+from support import model_labels
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+OUTPUTS = [
+    json.loads(line)
+    for line in (DATA / "gemma3_270m_long_outputs.jsonl").read_text(encoding="utf-8").splitlines()
+]
+TEXTS = {str(output["id"]): str(output["text"]) for output in OUTPUTS}
+
+# The issue's recall target: a loop is found before it has run 1,500 units or 8 copies,
+# whichever is later.
+EARLY_UNITS = 1500
+EARLY_COPIES = 8
+
+# Loops the default rules do not find, by id, with why; the set is exact.
+LOOPS_MISSED = {
+    # 6.05 copies of a 145-char block of number lines (`1010`, `1111`, `1212`, ... with digits
+    # dropped and fused from copy to copy), 877 chars: lines of bare numbers are data, whose
+    # blocks need more copies than a model writes here before the 3,000-token cut.
+    "g19-seed9-long": "6 copies of a block of number lines, below the data class's thresholds",
+}
+# The near-loops no rule finds, by id, with why; the set is exact.
+NEAR_LOOPS_MISSED = {
+    # The echoed prompt 47 times, its date changing among a few values in no order (8 to 30
+    # March), each copy followed by `課程`: equal once digits are masked, but nothing counts.
+    "g01-seed7-long": "the date changes in no order in each echo",
+    # 78 numbered items of one template, `<strong>N. 東京で一日X</strong>` and a sentence with
+    # the same X, X cycling irregularly among five activities.
+    "g12-seed7-long": "numbered items cycling through five words in no fixed order",
+}
+
+
+def ids(label: str) -> list[str]:
+    return [str(output["id"]) for output in OUTPUTS if output["label"] == label]
+
+
+@pytest.mark.parametrize("output", OUTPUTS, ids=[str(output["id"]) for output in OUTPUTS])
+def test_the_labels_follow_the_rule(output: dict[str, Any]) -> None:
+    assert model_labels.label(output) == output
+
+
+def test_loops_found_and_near_loops_missed_are_the_named_ones() -> None:
+    missed = {id_ for id_ in ids("loop") if not loopbreak.scan(TEXTS[id_])}
+    near_missed = {id_ for id_ in ids("near-loop") if not loopbreak.scan(TEXTS[id_])}
+    assert (missed, near_missed) == (set(LOOPS_MISSED), set(NEAR_LOOPS_MISSED))
+    # The third near-loop is a counter template (`<b>N.</b> <b>시골</b>`) counting to 257.
+    [found] = loopbreak.scan(TEXTS["g13-seed7-long"])
+    assert (found.rule, found.block) == ("counter_lines", "<b>12.</b> <b>시골</b>")
+
+
+@pytest.mark.parametrize("id_", [id_ for id_ in ids("loop") if id_ not in LOOPS_MISSED])
+def test_each_loop_is_found_early(id_: str) -> None:
+    # Early from where the labeller's longest exact run starts: a finding may come earlier still,
+    # on a shorter loop before it.
+    [output] = [output for output in OUTPUTS if output["id"] == id_]
+    first = loopbreak.scan(TEXTS[id_])[0]
+    assert first.detected_at - output["start"] <= max(EARLY_UNITS, EARLY_COPIES * output["period"])
