@@ -8,26 +8,10 @@ any rule needs and are not asserted on."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
 import loopbreak
-
-EXCERPTS = Path(__file__).resolve().parents[1] / "data" / "issue_excerpts"
-
-
-def labels() -> dict[str, str]:
-    """Each excerpt's label (clean, loop or near-loop), read from SOURCES.md's table."""
-    found = {}
-    for line in (EXCERPTS / "SOURCES.md").read_text(encoding="utf-8").splitlines():
-        match = re.match(r"\|\s*(\d\d\.txt)\s*\|", line)
-        if match:
-            cells = [cell.strip() for cell in line.split("|")]
-            found[match.group(1)] = cells[5]
-    return found
-
+from support.issue_excerpts import EXCERPTS, labels
 
 LABELS = labels()
 CLEAN = sorted(name for name, label in LABELS.items() if label.startswith("clean"))

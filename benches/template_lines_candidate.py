@@ -1,0 +1,186 @@
+"""A candidate rule measured against both gates, not a rule of the core: lines drawn from a few
+templates, recurring in or out of order (docs/how-it-works.md, "What no rule finds").
+
+    python benches/template_lines_candidate.py                 # the measured setting
+    python benches/template_lines_candidate.py --min-lines 6 --copies 2
+
+A line's *template* is the line with every run of digits that touches no letter masked and its
+whitespace collapsed (`Lisbon to Prague on 21 March` and `on 13 March` share one;
+`shHereDoc09` and `shHereDoc10` do not: a number inside a name is part of the name). Only prose
+lines count: at least three words (two letters or more, or `a`/`I`; no camel case), at most one
+other token per three words, or at least six CJK, kana or hangul characters. A line
+*recurs* when its template is among those of the 16 counted lines before it. A streak is
+counted lines that each recur; blank lines and short lines (under 6 characters, `課程`) are
+passed over, any other line breaks it. The candidate holds where a streak reaches
+`--min-lines` lines, has at least `--copies` lines per distinct template in it, and holds a
+line that recurs only by its template (its text is not among the 16 before: exact recurrence is
+the exact rules'). It is not streamed, trimmed or costed: it measures whether the shape can be
+told from hand-written text before any of that is built.
+
+The gates, as the rules of the core are judged: the near-loops of the development sets
+(SmolLM2 in ../shared/corpus, Gemma 3 270M's 800-token and 3,000-token outputs) and of the
+issue excerpts, with where the default rules first find each; no clean model answer; and no
+hand-written file of the wide benign corpus (tests/support/benign.py; machine-generated files
+counted apart), in about a minute and a half on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections import Counter, deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from multiprocessing import Pool
+from pathlib import Path
+
+import loopbreak
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from support import benign  # noqa: E402
+from support.issue_excerpts import EXCERPTS, labels  # noqa: E402
+from support.shared_corpus import DEVELOPMENT_SET  # noqa: E402
+
+LOOKBACK = 16
+SHORT_LINE = 6
+MASKED_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?![^\W\d_])")
+SPACES = re.compile(r"\s+")
+WORD = re.compile(r"[(\[\"'*_`]*[^\W\d_]+(?:['’-][^\W\d_]+)*[)\]\"'*_`.,;:!?]*")
+NUMBER = re.compile(r"[(\[#$]*\d[\d.,:/%-]*[)\].,;:!?]*")
+MARKS = frozenset({"-", "*", "+", "|", ">", "#", "##", "###", "—", "–"})
+WIDE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+@dataclass(frozen=True)
+class Setting:
+    min_lines: int
+    copies: float
+
+
+def is_word(token: str, last: bool) -> bool:
+    letters = sum(char.isalpha() for char in token)
+    return (
+        WORD.fullmatch(token) is not None
+        and (last or not token.endswith(":"))  # `key:` mid-line is a field name
+        and (letters >= 2 or token in ("a", "A", "I"))
+        and not CAMEL.search(token)
+    )
+
+
+def is_prose(line: str) -> bool:
+    if len(WIDE.findall(line)) >= 6:
+        return True
+    tokens = line.split()
+    words = sum(is_word(token, i == len(tokens) - 1) for i, token in enumerate(tokens))
+    others = sum(
+        not is_word(token, i == len(tokens) - 1)
+        and NUMBER.fullmatch(token) is None
+        and token not in MARKS
+        for i, token in enumerate(tokens)
+    )
+    return words >= 3 and others * 3 <= words
+
+
+def first_hold(text: str, setting: Setting) -> tuple[int, str] | None:
+    """The offset of the end of the line where the candidate first holds, and that line."""
+    templates: deque[str] = deque()
+    lines: deque[str] = deque()
+    streak: Counter[str] = Counter()
+    inexact = 0
+    offset = 0
+    for line in text.split("\n"):
+        offset += len(line) + 1
+        stripped = line.strip()
+        if len(stripped) < SHORT_LINE:
+            continue
+        if len(stripped) > 4096 or not is_prose(stripped):
+            streak.clear()
+            inexact = 0
+            continue
+        template = SPACES.sub(" ", MASKED_NUMBER.sub("0", stripped))
+        if template in templates:
+            streak[template] += 1
+            inexact += stripped not in lines
+            count = sum(streak.values())
+            if count >= setting.min_lines and count >= setting.copies * len(streak) and inexact:
+                return min(offset, len(text)), stripped
+        else:
+            streak.clear()
+            inexact = 0
+        templates.append(template)
+        lines.append(stripped)
+        if len(templates) > LOOKBACK:
+            templates.popleft()
+            lines.popleft()
+    return None
+
+
+def model_outputs() -> Iterator[tuple[str, str, str]]:
+    """(id, label, text) of every labelled model output at hand."""
+    sets = [
+        DEVELOPMENT_SET,
+        REPO / "tests" / "data" / "gemma3_270m_outputs.jsonl",
+        REPO / "tests" / "data" / "gemma3_270m_long_outputs.jsonl",
+    ]
+    for path in sets:
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                row = json.loads(line)
+                yield str(row["id"]), str(row["label"]), str(row["text"])
+    for name, label in sorted(labels().items()):
+        yield f"excerpt {name}", label.split()[0], (EXCERPTS / name).read_text(encoding="utf-8")
+
+
+def judge(item: tuple[str, str, Setting]) -> tuple[str, str, str] | None:
+    path, text, setting = item
+    held = first_hold(text, setting)
+    if held is None:
+        return None
+    return benign.machine_generated(path, text) or "hand-written", path, held[1][:80]
+
+
+def corpus(setting: Setting) -> Iterator[tuple[str, str, Setting]]:
+    for path, text in benign.everything():
+        yield path, text, setting
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--min-lines", type=int, default=8)
+    parser.add_argument("--copies", type=float, default=1.5)
+    args = parser.parse_args()
+    setting = Setting(args.min_lines, args.copies)
+
+    print(f"near-loops ({setting}): where the candidate holds, where the default rules find")
+    found = total = 0
+    for id_, label, text in model_outputs():
+        held = first_hold(text, setting)
+        if label == "clean" and held:
+            print(f"  CLEAN ANSWER FLAGGED {id_}: {held[1][:70]}")
+        if label != "near-loop":
+            continue
+        total += 1
+        found += held is not None
+        exact = min((f.detected_at for f in loopbreak.scan(text)), default=None)
+        where = f"at {held[0]:>6}" if held else "    --    "
+        print(f"  {id_:<20} {len(text):>6} chars  candidate {where}  rules {exact}")
+    print(f"  {found} of {total} near-loops")
+
+    flagged: Counter[str] = Counter()
+    with Pool(2) as pool:
+        for result in pool.imap_unordered(judge, corpus(setting), chunksize=64):
+            if result:
+                kind, path, line = result
+                flagged[kind] += 1
+                print(f"  {kind}: {path}: {line}")
+    hand = flagged.pop("hand-written", 0)
+    print(f"wide corpus: {hand} hand-written files flagged; machine-generated: {dict(flagged)}")
+
+
+if __name__ == "__main__":
+    main()
