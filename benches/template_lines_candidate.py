@@ -3,19 +3,22 @@ templates, recurring in or out of order (docs/how-it-works.md, "What no rule fin
 
     python benches/template_lines_candidate.py                 # the measured setting
     python benches/template_lines_candidate.py --min-lines 6 --copies 2
+    python benches/template_lines_candidate.py --leave-counting
 
 A line's *template* is the line with every run of digits that touches no letter masked and its
 whitespace collapsed (`Lisbon to Prague on 21 March` and `on 13 March` share one;
 `shHereDoc09` and `shHereDoc10` do not: a number inside a name is part of the name). Only prose
 lines count: at least three words (two letters or more, or `a`/`I`; no camel case), at most one
 other token per three words, or at least six CJK, kana or hangul characters. A line
-*recurs* when its template is among those of the 16 counted lines before it. A streak is
-counted lines that each recur; blank lines and short lines (under 6 characters, `課程`) are
-passed over, any other line breaks it. The candidate holds where a streak reaches
+*recurs* when its template is among those of the 16 prose lines before it. A streak is prose
+lines in a row that each recur: a prose line that does not recur ends it, as does any line that
+is not prose, but blank and short lines (under 6 characters, `課程`) are passed over. The candidate holds where a streak reaches
 `--min-lines` lines, has at least `--copies` lines per distinct template in it, and holds a
 line that recurs only by its template (its text is not among the 16 before: exact recurrence is
-the exact rules'). It is not streamed, trimmed or costed: it measures whether the shape can be
-told from hand-written text before any of that is built.
+the exact rules'; with `--leave-counting`, nor does a line that counts on from the latest line
+of its template 1 to 3 lines before, as the counter rule reads a counter). It is not streamed,
+trimmed or costed: it measures whether the shape can be told from hand-written text before any
+of that is built.
 
 The gates, as the rules of the core are judged: the near-loops of the development sets
 (SmolLM2 in ../shared/corpus, Gemma 3 270M's 800-token and 3,000-token outputs) and of the
@@ -60,6 +63,7 @@ CAMEL = re.compile(r"[a-z][A-Z]")
 class Setting:
     min_lines: int
     copies: float
+    leave_counting: bool
 
 
 def is_word(token: str, last: bool) -> bool:
@@ -86,6 +90,20 @@ def is_prose(line: str) -> bool:
     return words >= 3 and others * 3 <= words
 
 
+def counts_on(line: str, templates: deque[str], lines: deque[str], template: str) -> bool:
+    """Whether the line counts on from the latest line of its template, as the counter rule reads
+    a counter: that line 1 to 3 lines before, every number unchanged, one up or that many up."""
+    back = len(templates) - max(i for i, seen in enumerate(templates) if seen == template)
+    if back > 3:
+        return False
+    before = lines[len(lines) - back]
+    steps = [
+        int(new) - int(old)
+        for new, old in zip(MASKED_NUMBER.findall(line), MASKED_NUMBER.findall(before), strict=True)
+    ]
+    return all(step in (0, 1, back) for step in steps) and any(steps)
+
+
 def first_hold(text: str, setting: Setting) -> tuple[int, str] | None:
     """The offset of the end of the line where the candidate first holds, and that line."""
     templates: deque[str] = deque()
@@ -105,7 +123,9 @@ def first_hold(text: str, setting: Setting) -> tuple[int, str] | None:
         template = SPACES.sub(" ", MASKED_NUMBER.sub("0", stripped))
         if template in templates:
             streak[template] += 1
-            inexact += stripped not in lines
+            inexact += stripped not in lines and not (
+                setting.leave_counting and counts_on(stripped, templates, lines, template)
+            )
             count = sum(streak.values())
             if count >= setting.min_lines and count >= setting.copies * len(streak) and inexact:
                 return min(offset, len(text)), stripped
@@ -153,8 +173,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--min-lines", type=int, default=8)
     parser.add_argument("--copies", type=float, default=1.5)
+    parser.add_argument("--leave-counting", action="store_true")
     args = parser.parse_args()
-    setting = Setting(args.min_lines, args.copies)
+    setting = Setting(args.min_lines, args.copies, args.leave_counting)
 
     print(f"near-loops ({setting}): where the candidate holds, where the default rules find")
     found = total = 0
