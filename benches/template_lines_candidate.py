@@ -5,20 +5,23 @@ templates, recurring in or out of order (docs/how-it-works.md, "What no rule fin
     python benches/template_lines_candidate.py --min-lines 6 --copies 2
     python benches/template_lines_candidate.py --leave-counting
 
-A line's *template* is the line with every run of digits that touches no letter masked and its
-whitespace collapsed (`Lisbon to Prague on 21 March` and `on 13 March` share one;
-`shHereDoc09` and `shHereDoc10` do not: a number inside a name is part of the name). Only prose
-lines count: at least three words (two letters or more, or `a`/`I`; no camel case), at most one
-other token per three words, or at least six CJK, kana or hangul characters. A line
-*recurs* when its template is among those of the 16 prose lines before it. A streak is prose
-lines in a row that each recur: a prose line that does not recur ends it, as does any line that
-is not prose, but blank and short lines (under 6 characters, `課程`) are passed over. The candidate holds where a streak reaches
-`--min-lines` lines, has at least `--copies` lines per distinct template in it, and holds a
-line that recurs only by its template (its text is not among the 16 before: exact recurrence is
-the exact rules'; with `--leave-counting`, nor does a line that counts on from the latest line
-of its template 1 to 3 lines before, as the counter rule reads a counter). It is not streamed,
-trimmed or costed: it measures whether the shape can be told from hand-written text before any
-of that is built.
+A line's *template* is the line, trailing whitespace dropped, with every run of digits that
+touches no letter masked (`Lisbon to Prague on 21 March` and `on 13 March` share one;
+`shHereDoc09` and `shHereDoc10` do not: a number inside a name is part of the name). A line
+*recurs* when its template is among those of the 16 lines before it; lines of fewer than 6
+visible characters (`課程`) are passed over, neither counted nor remembered. A streak is lines in
+a row that recur and are prose: at least three words (two letters or more, or `a`/`I`; no camel
+case), at most one other token per three words, or at least six CJK, kana or hangul
+characters; any other line ends it. The candidate holds where a streak reaches `--min-lines`
+lines, has at least `--copies` lines per distinct template in it, and holds a line that recurs
+only by its template (its text is not among the 16 before: exact recurrence is the exact rules';
+with `--leave-counting`, nor does a line that counts on from the latest line of its template 1
+to 3 lines before, as the counter rule reads a counter).
+
+Only a line that recurs is read for its words: the others are told apart by comparing them with
+the 16 lines before (as the counter rule tells lines apart without reading them), which is what
+would keep such a rule cheap in the core. The candidate is not streamed, trimmed or costed: it
+measures whether the shape can be told from hand-written text before any of that is built.
 
 The gates, as the rules of the core are judged: the near-loops of the development sets
 (SmolLM2 in ../shared/corpus, Gemma 3 270M's 800-token and 3,000-token outputs) and of the
@@ -51,7 +54,6 @@ from support.shared_corpus import DEVELOPMENT_SET  # noqa: E402
 LOOKBACK = 16
 SHORT_LINE = 6
 MASKED_NUMBER = re.compile(r"(?<![^\W\d_])\d+(?![^\W\d_])")
-SPACES = re.compile(r"\s+")
 WORD = re.compile(r"[(\[\"'*_`]*[^\W\d_]+(?:['’-][^\W\d_]+)*[)\]\"'*_`.,;:!?]*")
 NUMBER = re.compile(r"[(\[#$]*\d[\d.,:/%-]*[)\].,;:!?]*")
 MARKS = frozenset({"-", "*", "+", "|", ">", "#", "##", "###", "—", "–"})
@@ -113,27 +115,23 @@ def first_hold(text: str, setting: Setting) -> tuple[int, str] | None:
     offset = 0
     for line in text.split("\n"):
         offset += len(line) + 1
-        stripped = line.strip()
-        if len(stripped) < SHORT_LINE:
+        content = line.rstrip()
+        if len(content.strip()) < SHORT_LINE:
             continue
-        if len(stripped) > 4096 or not is_prose(stripped):
-            streak.clear()
-            inexact = 0
-            continue
-        template = SPACES.sub(" ", MASKED_NUMBER.sub("0", stripped))
-        if template in templates:
+        template = MASKED_NUMBER.sub("0", content)
+        if template in templates and len(content) <= 4096 and is_prose(content.strip()):
             streak[template] += 1
-            inexact += stripped not in lines and not (
-                setting.leave_counting and counts_on(stripped, templates, lines, template)
+            inexact += content not in lines and not (
+                setting.leave_counting and counts_on(content, templates, lines, template)
             )
             count = sum(streak.values())
             if count >= setting.min_lines and count >= setting.copies * len(streak) and inexact:
-                return min(offset, len(text)), stripped
+                return min(offset, len(text)), content.strip()
         else:
             streak.clear()
             inexact = 0
         templates.append(template)
-        lines.append(stripped)
+        lines.append(content)
         if len(templates) > LOOKBACK:
             templates.popleft()
             lines.popleft()
