@@ -9,26 +9,27 @@ behind the upstream."""
 
 from __future__ import annotations
 
-import asyncio
 import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
-from openai import AsyncOpenAI
 
-from support import proxy_upstream, recorded_server
+from support import recorded_server
+from support.proxy_load_clients import LOOP, STREAMS
 from support.recorded_server import Recordings
 
 from .conftest import ProxyFactory
 
 # An upstream stream closed from a task other than the one reading it is finalised half-run, and
-# Python reports that only as an unraisable exception: here it fails the test.
+# Python reports that only as an unraisable exception: here it fails the test. The clients run in
+# a process of their own (support/proxy_load_clients.py says why), so what is raised here is the
+# proxy's or its upstream's.
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
-STREAMS = 200
-LOOP = "d25-greedy"  # 1,500 tokens; the guard stops it at token 83
-CLEAN = "d08-greedy"  # 39 tokens
-LONG_CLEAN = "d02-sampled"  # 341 tokens that the guard never stops
-LEAVE_AFTER = 5  # chunks
+TESTS = Path(__file__).resolve().parents[1]
 TOKEN_INTERVAL = 0.05
 """A live model's pace (20 tokens a second): 200 streams at the recorded server's default pace
 send faster than one process can relay them three times over, and the backlog, not the proxy,
@@ -40,39 +41,17 @@ def _resident_kib() -> int:
         return int(statm.read().split()[1]) * 4
 
 
-def _recording(number: int) -> str:
-    if number % 3 == 0:
-        return LONG_CLEAN  # this client leaves
-    return LOOP if number % 2 else CLEAN
-
-
-async def _one(client: AsyncOpenAI, number: int) -> tuple[str, str]:
-    """Streams one answer; every third client leaves after ``LEAVE_AFTER`` chunks."""
-    model = f"content:{_recording(number)}#{number}"
-    stream = await client.chat.completions.create(
-        model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+def _round(base_url: str) -> list[tuple[str, str]]:
+    """One round of the clients, in their own process: each stream's model and finish reason."""
+    run = subprocess.run(
+        [sys.executable, "-m", "support.proxy_load_clients", base_url],
+        cwd=TESTS,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
     )
-    finish = "left"
-    async with stream:
-        index = 0
-        async for chunk in stream:
-            if number % 3 == 0 and index == LEAVE_AFTER:
-                break
-            finish = chunk.choices[0].finish_reason or finish
-            index += 1
-    return model, finish
-
-
-async def _round(base_url: str) -> list[tuple[str, str]]:
-    # 200 connections opened at once on a busy machine can wait seconds to be accepted.
-    client = AsyncOpenAI(
-        base_url=f"{base_url}/v1",
-        api_key=proxy_upstream.API_KEY,
-        max_retries=0,
-        timeout=120.0,
-    )
-    async with client:
-        return await asyncio.gather(*(_one(client, number) for number in range(STREAMS)))
+    return [(model, finish) for model, finish in json.loads(run.stdout)]
 
 
 def test_concurrent_streams_close_every_upstream_once(
@@ -84,15 +63,15 @@ def test_concurrent_streams_close_every_upstream_once(
         # allocator's arenas: after one round alone, the next still grew by ~9 MiB once on a
         # busy machine, and a leak grows with every round, so it shows after two as well).
         for _ in range(2):
-            asyncio.run(_round(proxy))
+            _round(proxy)
         gc.collect()
         before = _resident_kib()
-        results = asyncio.run(_round(proxy))
+        results = _round(proxy)
         gc.collect()
         grown = _resident_kib() - before
-    # The proxy, its upstream and the clients share this process, so its resident memory bounds
-    # the proxy's: a leak of one stream's state (a guard, a connection, a task) times 200 would
-    # show.
+    # The proxy and its upstream share this process (the clients have their own), so its resident
+    # memory bounds the proxy's: a leak of one stream's state (a guard, a connection, a task)
+    # times 200 would show.
     assert grown < 8 * 1024, f"the process grew by {grown} KiB over {STREAMS} streams"
     assert sorted(finish for _, finish in results).count("left") == len(range(0, STREAMS, 3))
     for model, finish in results:
