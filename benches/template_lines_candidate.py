@@ -82,13 +82,12 @@ def is_prose(line: str) -> bool:
     if len(WIDE.findall(line)) >= 6:
         return True
     tokens = line.split()
-    words = sum(is_word(token, i == len(tokens) - 1) for i, token in enumerate(tokens))
-    others = sum(
-        not is_word(token, i == len(tokens) - 1)
-        and NUMBER.fullmatch(token) is None
-        and token not in MARKS
-        for i, token in enumerate(tokens)
-    )
+    words = others = 0
+    for i, token in enumerate(tokens):
+        if is_word(token, i == len(tokens) - 1):
+            words += 1
+        elif NUMBER.fullmatch(token) is None and token not in MARKS:
+            others += 1
     return words >= 3 and others * 3 <= words
 
 
