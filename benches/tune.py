@@ -141,6 +141,21 @@ PROBES: dict[str, loopbreak.Rules] = {
         table_span=HIGH,
         min_lines=HIGH,
         code_min_lines=HIGH,
+        template_min_lines=HIGH,
+    ),
+    "template lines": loopbreak.Rules(
+        template_min_lines=2,
+        counter_min_lines=HIGH,
+        code_counter_min_lines=HIGH,
+        data_counter_min_lines=HIGH,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        code_min_repeats=HIGH,
+        single_char_min_span=HIGH,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
     ),
 }
 
@@ -154,6 +169,7 @@ KINDS = {
     "whitespace blocks": "whitespace",
     "lines": "lines",
     "counter lines": "counters",
+    "template lines": "templates",
 }
 
 
@@ -186,6 +202,11 @@ def counters_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tu
     return "counters", f.repeats / required_counter_lines_at(rules, text, f.start, f.block)
 
 
+def templates_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
+    """Template lines: the streak's lines over the lines required."""
+    return "templates", f.repeats / rules.template_min_lines
+
+
 # How a region of each rule is measured: its kind and its load. Every rule needs an entry (a
 # rule without one stops the tool here; an unknown name is a KeyError, never a guess).
 LOAD: dict[str, Callable[[loopbreak.Rules, str, loopbreak.Finding], tuple[str, float]]] = {
@@ -193,6 +214,7 @@ LOAD: dict[str, Callable[[loopbreak.Rules, str, loopbreak.Finding], tuple[str, f
     "long_block": block_load,
     "identical_lines": lines_load,
     "counter_lines": counters_load,
+    "template_lines": templates_load,
 }
 if LOAD.keys() != set(loopbreak.RULE_NAMES):
     raise SystemExit(

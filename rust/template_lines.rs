@@ -121,11 +121,6 @@ pub struct TemplateLines {
     uncopied_from: u64,
     streak: Option<Streak>,
     templates_made: u32,
-    /// Scratch: the line being read, a remembered line, and their templates.
-    line: Vec<u32>,
-    other: Vec<u32>,
-    line_template: Vec<u32>,
-    other_template: Vec<u32>,
 }
 
 impl TemplateLines {
@@ -140,21 +135,13 @@ impl TemplateLines {
             uncopied_from: u64::MAX,
             streak: None,
             templates_made: 0,
-            line: Vec::new(),
-            other: Vec::new(),
-            line_template: Vec::new(),
-            other_template: Vec::new(),
         }
     }
 
     pub fn heap_bytes(&self) -> usize {
         let copies: usize = self.lookback.iter().filter_map(|line| line.copy.as_ref()).map(Vec::capacity).sum();
-        let scratch = self.line.capacity()
-            + self.other.capacity()
-            + self.line_template.capacity()
-            + self.other_template.capacity();
         let first = self.streak.as_ref().map_or(0, |streak| streak.first_line.capacity() + streak.templates.capacity());
-        (copies + scratch + first) * std::mem::size_of::<u32>()
+        (copies + first) * std::mem::size_of::<u32>()
     }
 
     /// The streak's lines so far.
@@ -266,13 +253,8 @@ impl TemplateLines {
         matches: u32,
         window: &Window<T>,
     ) -> Option<TemplateEvent> {
-        let mut line = std::mem::take(&mut self.line);
-        let mut line_template = std::mem::take(&mut self.line_template);
-        let mut other = std::mem::take(&mut self.other);
-        let mut other_template = std::mem::take(&mut self.other_template);
-        line.clear();
-        let (older, newer) = window.slices(start, start + content_len);
-        line.extend(older.iter().chain(newer).map(|&unit| unit.into()));
+        let line = window.units(start, start + content_len);
+        let (mut line_template, mut other, mut other_template) = (Vec::new(), Vec::new(), Vec::new());
         let numbered = template_of(&line, &mut line_template);
         // The remembered line it recurs to (the latest of its template), and whether its text
         // equals one of them.
@@ -319,8 +301,6 @@ impl TemplateLines {
                 };
                 let new = self.remember(start, content_len, Some(key));
                 (self.lookback[new].template, self.lookback[new].prose) = (template, prose);
-                (self.line, self.line_template, self.other, self.other_template) =
-                    (line, line_template, other, other_template);
                 return event;
             }
         };
@@ -329,7 +309,6 @@ impl TemplateLines {
         } else {
             self.remember(start, content_len, None);
         }
-        (self.line, self.line_template, self.other, self.other_template) = (line, line_template, other, other_template);
         event
     }
 

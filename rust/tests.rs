@@ -138,8 +138,16 @@ fn a_widened_window_narrows_once_wide_units_stop() {
     let mut detector = Detector::new(DEFAULT_RULES);
     let mut out = Vec::new();
     let lines = |from: usize, to: usize| -> String {
-        // Numbers that do not count up line by line (which would be a `counter_lines` loop).
-        (from..to).map(|i| format!("Line {} of some ordinary text, with words that vary.\n", i * 7 % 1000)).collect()
+        // Numbers that do not count up line by line (which would be a `counter_lines` loop), in
+        // sentences that differ in a word over 40 lines (one sentence with its number changing
+        // line after line would be a `template_lines` loop).
+        const WORDS: [&str; 8] = ["ordinary", "plain", "common", "usual", "simple", "regular", "normal", "daily"];
+        const OTHERS: [&str; 5] = ["vary", "change", "differ", "shift", "move"];
+        (from..to)
+            .map(|i| {
+                format!("Line {} of some {} text, with words that {}.\n", i * 7 % 1000, WORDS[i % 8], OTHERS[i % 5])
+            })
+            .collect()
     };
     detector.feed_str(&lines(0, 100), &mut out);
     let bytes = detector.heap_bytes();
