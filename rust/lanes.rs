@@ -39,6 +39,13 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
     #[cfg(target_arch = "x86_64")]
     unsafe fn agree_wide(units: [&[Self; WIDE]; 3], targets: [Self; 3]) -> u32;
 
+    /// A bit for each lane that holds an ASCII digit (the lanes past the ones a caller holds are
+    /// for it to mask).
+    #[inline]
+    fn digits(units: &[Self; LANES]) -> u32 {
+        fold_mask(units.iter().map(|&u| Into::<u32>::into(u).wrapping_sub(0x30) < 10))
+    }
+
     /// The sum of the units among the first `n` lanes that are no ASCII digit, plus their count
     /// times 2^32.
     #[inline]
@@ -67,6 +74,17 @@ static FIRST_LANES: [u8; 32] = {
 };
 
 impl Unit for u8 {
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn digits(units: &[u8; LANES]) -> u32 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; the load stays inside `units`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let d = _mm_sub_epi8(_mm_loadu_si128(units.as_ptr().cast()), _mm_set1_epi8(0x30));
+            _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)) as u32
+        }
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[inline]
     fn non_digit_digest(units: &[u8; LANES], n: usize) -> u64 {
@@ -143,6 +161,22 @@ impl Unit for u16 {
         unit as u16
     }
 
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn digits(units: &[u16; LANES]) -> u32 {
+        // SAFETY: as in `equal_to`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let p = units.as_ptr().cast::<__m128i>();
+            // `u - '0'` below 10 unsigned: with the sign bits flipped, a signed compare.
+            let digit = |i| {
+                let d = _mm_sub_epi16(_mm_loadu_si128(p.add(i)), _mm_set1_epi16(0x30));
+                _mm_cmplt_epi16(_mm_xor_si128(d, _mm_set1_epi16(i16::MIN)), _mm_set1_epi16(i16::MIN + 10))
+            };
+            _mm_movemask_epi8(_mm_packs_epi16(digit(0), digit(1))) as u32
+        }
+    }
+
     #[inline]
     fn equal_to(units: &[u16; LANES], target: u16) -> u32 {
         #[cfg(target_arch = "x86_64")]
@@ -200,6 +234,22 @@ impl Unit for u32 {
     #[inline]
     fn store(unit: u32) -> u32 {
         unit
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn digits(units: &[u32; LANES]) -> u32 {
+        // SAFETY: as for `u16`.
+        unsafe {
+            use std::arch::x86_64::*;
+            let p = units.as_ptr().cast::<__m128i>();
+            // As for `u16`, on 32-bit lanes.
+            let digit = |i| {
+                let d = _mm_sub_epi32(_mm_loadu_si128(p.add(i)), _mm_set1_epi32(0x30));
+                _mm_cmplt_epi32(_mm_xor_si128(d, _mm_set1_epi32(i32::MIN)), _mm_set1_epi32(i32::MIN + 10))
+            };
+            pack_quarters(digit(0), digit(1), digit(2), digit(3))
+        }
     }
 
     #[inline]
@@ -330,7 +380,6 @@ unsafe fn pack_quarters(
     _mm_movemask_epi8(_mm_packs_epi16(_mm_packs_epi32(a, b), _mm_packs_epi32(c, d))) as u32
 }
 
-#[cfg(not(target_arch = "x86_64"))]
 fn fold_mask(equal: impl Iterator<Item = bool>) -> u32 {
     equal.enumerate().fold(0, |mask, (i, eq)| mask | (u32::from(eq) << i))
 }
@@ -434,5 +483,16 @@ mod tests {
         }
         let digits = *b"0123456789012345";
         assert_eq!(u8::non_digit_digest(&digits, LANES), 0);
+        let mixed: [u32; LANES] = std::array::from_fn(|i| [0x2F, 0x30, 0x39, 0x3A, 0x1_0030, 0x35, 0xFF30, 0][i % 8]);
+        let expected = fold_mask(mixed.iter().map(|&u| (0x30..=0x39).contains(&u)));
+        assert_eq!(u32::digits(&mixed), expected);
+        assert_eq!(
+            u16::digits(&mixed.map(|u| u as u16)),
+            fold_mask(mixed.iter().map(|&u| (0x30..=0x39).contains(&(u & 0xFFFF))))
+        );
+        assert_eq!(
+            u8::digits(&mixed.map(|u| u as u8)),
+            fold_mask(mixed.iter().map(|&u| (0x30..=0x39).contains(&(u & 0xFF))))
+        );
     }
 }

@@ -7,9 +7,10 @@
 //! (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a name is part of
 //! the name). A line's *template* is its content (trailing whitespace dropped) with each number
 //! masked, whatever its width. Only lines of [`MIN_UNITS`] units or more of content count:
-//! shorter ones are passed over, neither read nor remembered. A *numbered* line holds a number
-//! and fits `max_long_period` units (newline excluded), as a counter line does, so that it is
-//! whole in the window at its newline whatever the chunking.
+//! shorter ones are passed over, neither read nor remembered. A *numbered* line holds a number,
+//! is not indented as Markdown indents code (a tab first, or four spaces: code is no prose), and
+//! fits `max_long_period` units (newline excluded), as a counter line does, so that it is whole
+//! in the window at its newline whatever the chunking.
 //!
 //! A numbered line *recurs* when a numbered line among the [`LOOKBACK`] lines before it shares
 //! its template, *inexactly* when its text equals none of them. A streak is numbered lines that
@@ -20,14 +21,15 @@
 //! inexactly (exact recurrence is the exact rules' business). The finding is the streak's first
 //! line: `start` where it starts, `block` its content, `repeats` the streak's lines.
 //!
-//! What a line costs. A line of text holds no digit far more often than one (two thirds of the
-//! lines of the stdlib's source): one vector pass over the line sums its units that are no digit
-//! and counts them ([`Unit::non_digit_digest`]), and a line whose count is its length goes into
-//! the lookback as a line with no number. Lines of one template agree on that digest whatever
-//! their numbers, so a line with a digit is compared with the 16 lines before only through
-//! their digests (one vector compare of 16 keys); a line is read unit by unit (its template, its
-//! words) only when a key matches, or while a streak runs. A remembered line with a digit that
-//! would leave the window is copied out of it first.
+//! What a line costs. Most lines of source code are indented (one vector compare tells them
+//! apart), and most other lines of text hold no digit (one vector pass over the line): both go
+//! into the lookback as lines with no number, at the cost of a bit. A line with a digit is
+//! summed, its units that are no digit and their count ([`Unit::non_digit_digest`]): lines of
+//! one template agree on that digest whatever their numbers, so it is compared with the 16
+//! lines before only through their digests (one vector compare of 16 keys), and read unit by
+//! unit (its template, its words) only when a key matches or while a streak runs. A remembered
+//! line with a digit that would leave the window is copied out of it first. Clean text costs
+//! 13-14% more instructions than without the rule (docs/benchmarks.md).
 
 use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
@@ -195,16 +197,16 @@ impl TemplateLines {
         if content_len < MIN_UNITS {
             return None;
         }
-        if x - start > u64::from(self.rules.max_long_period) {
-            self.remember(start, content_len, None);
+        if x - start > u64::from(self.rules.max_long_period)
+            || indented_as_code(window, start)
+            || !has_digit(window, start, content_len)
+        {
+            // No number (or none read): only its place in the lookback counts.
+            self.with_digit &= !(1 << self.next);
+            self.next = if self.next + 1 == LOOKBACK { 0 } else { self.next + 1 };
             return None;
         }
         let digest = non_digit_digest(window, start, content_len);
-        if digest >> 32 == content_len {
-            // No digit: no number.
-            self.remember(start, content_len, None);
-            return None;
-        }
         let key = key(digest);
         let matches = self.key_matches(key);
         if matches == 0 && self.streak.is_none() {
@@ -341,6 +343,31 @@ impl TemplateLines {
     }
 }
 
+/// Whether the line from `start` is indented as Markdown indents code: a tab first, or four
+/// spaces. Such a line is code, never prose, so its numbers are not read (most lines of source
+/// code are, which keeps the rule's cost on code to one vector compare a line).
+#[inline(always)]
+fn indented_as_code<T: Unit>(window: &Window<T>, start: u64) -> bool {
+    let lanes = window.lanes(start);
+    T::equal_to(lanes, T::store(u32::from(b' '))) & 0xF == 0xF || Into::<u32>::into(lanes[0]) == u32::from(b'\t')
+}
+
+/// Whether the line from `start` (`len` units) holds an ASCII digit, read 16 units at a time.
+#[inline(always)]
+fn has_digit<T: Unit>(window: &Window<T>, start: u64, len: u64) -> bool {
+    let mut slot = window.slot(start);
+    let mut left = len as usize;
+    while left > 0 {
+        let n = left.min(LANES);
+        if T::digits(window.lanes_back(slot, 0)) & (u32::MAX >> (32 - n)) != 0 {
+            return true;
+        }
+        slot = window.slot_after(slot, n);
+        left -= n;
+    }
+    false
+}
+
 /// The sum of a line's units that are no ASCII digit plus their count times 2^32, from the
 /// window 16 units at a time: lines of one template agree on it.
 #[inline(always)]
@@ -371,9 +398,14 @@ fn is_letter(unit: u32) -> bool {
     classify(unit) == UnitClass::Letter
 }
 
-/// Writes the template of `line` (its numbers masked) into `template`; whether it holds a number.
+/// Writes the template of `line` (its numbers masked) into `template`; whether it holds a number
+/// and so is numbered (unless it is indented as code: a tab first, or four spaces).
 pub(crate) fn template_of(line: &[u32], template: &mut Vec<u32>) -> bool {
     template.clear();
+    if line.first() == Some(&u32::from(b'\t')) || line.iter().take(4).filter(|&&u| u == u32::from(b' ')).count() == 4 {
+        template.extend_from_slice(line);
+        return false;
+    }
     let mut numbered = false;
     let mut i = 0;
     while i < line.len() {

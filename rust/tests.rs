@@ -564,10 +564,13 @@ fn counter_templates_are_found_and_numbered_lists_are_not() {
 
 /// Texts of template lines: lines drawn in random order from a few templates, prose and not,
 /// with numbers of any width (some touching letters, so no number), among lines with no number,
-/// short lines, blank lines and exact repeats, some longer than the small rules' lines may be.
+/// lines indented as code, short lines, blank lines and exact repeats, some longer than the
+/// small rules' lines may be.
 fn random_template_text(rng: &mut Rng) -> Vec<u32> {
-    const TEMPLATES: [&str; 10] = [
+    const TEMPLATES: [&str; 12] = [
         "Day # we go to the sea",
+        "    Day # we go to the sea",
+        "\tWe saw # red birds",
         "At # the cat is fed",
         "We saw # red birds",
         "東京で一日旅 #",
