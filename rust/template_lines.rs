@@ -3,9 +3,10 @@
 //! activities, a prompt echoed again and again with its date changing, timestamped lines whose
 //! sentence keeps coming back: no two copies are alike, so the exact rules never hold.
 //!
-//! A *number* is a maximal run of ASCII digits that touches no letter inside its line
-//! (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a name is part of
-//! the name). A line's *template* is its content (trailing whitespace dropped) with each number
+//! A *number* is a maximal run of one to [`MAX_DIGITS`] ASCII digits that touches no letter
+//! inside its line (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a
+//! name is part of the name; `1958` none: years and ids are data, which counts on from large
+//! values where a model numbers from 1). A line's *template* is its content (trailing whitespace dropped) with each number
 //! masked, whatever its width. Only lines of [`MIN_UNITS`] units or more of content count:
 //! shorter ones are passed over, neither read nor remembered. A *numbered* line holds a number,
 //! is not indented as Markdown indents code (a tab first, or four spaces: code is no prose), and
@@ -45,6 +46,10 @@ pub const MIN_UNITS: u64 = 6;
 /// A streak needs at least this many lines per distinct template in it, as `2 * lines >= 3 *
 /// templates`: a list that merely shares a numbered heading's template now and then has fewer.
 pub const LINES_PER_TEMPLATE: (u64, u64) = (3, 2);
+
+/// The most digits a number has: a longer run (a year, an id, a timestamp) is data that counts
+/// on from a large value, where a model numbers from 1, and stays in the template as it is.
+pub const MAX_DIGITS: usize = 3;
 
 /// What a number is replaced with in a template: no code point.
 const MASK: u32 = u32::MAX;
@@ -419,7 +424,7 @@ pub(crate) fn template_of(line: &[u32], template: &mut Vec<u32>) -> bool {
             i += 1;
         }
         let touches_letter = (run > 0 && is_letter(line[run - 1])) || (i < line.len() && is_letter(line[i]));
-        if touches_letter {
+        if touches_letter || i - run > MAX_DIGITS {
             template.extend_from_slice(&line[run..i]);
         } else {
             template.push(MASK);
@@ -507,6 +512,7 @@ mod tests {
         assert_eq!(template("x1 and 3rd and 第3章"), None);
         assert_ne!(template("Step 1: go"), template("Step 1. go"));
         assert_eq!(template("12:30 then 1.5"), template("9:05 then 10.25"));
+        assert_eq!(template("- 1958: won the final"), None, "a year is data");
     }
 
     #[test]

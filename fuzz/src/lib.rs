@@ -80,6 +80,7 @@ pub const LOW: RuleValues = RuleValues {
     code_counter_span: 0,
     data_counter_min_lines: 2,
     payload_span: 32,
+    template_min_lines: 2,
 };
 
 /// Units texts are made of: letters, punctuation, digits, every kind of whitespace the rules
@@ -197,6 +198,7 @@ fn small_valid_rules(u: &mut Unstructured<'_>) -> Rules {
                 code_counter_span: field(2000),
                 data_counter_min_lines: 1 + field(80),
                 payload_span: 31 + field(3000),
+                template_min_lines: 1 + field(20),
             };
             match Rules::new(values) {
                 Ok(rules) if !(MASK_KNOWN_BUGS && known_bugs::span_outgrows_window(&rules)) => rules,
@@ -371,9 +373,41 @@ fn is_primitive(block: &[u32]) -> bool {
 /// Where a later finding may start (mirrors the core's `Finding::anchor`).
 fn anchor(f: &Finding) -> u64 {
     match f.rule {
-        Rule::IdenticalLines | Rule::CounterLines => f.start,
+        Rule::IdenticalLines | Rule::CounterLines | Rule::TemplateLines => f.start,
         Rule::PeriodicRun | Rule::LongBlock => f.start + f.period,
     }
+}
+
+/// A line's template as the template rule reads it (its numbers, runs of one to three ASCII
+/// digits touching no letter, each masked), or `None` if it is no numbered line: content under 6 units, longer
+/// than `max_long_period` with its trailing whitespace, indented as code (a tab first, or four
+/// spaces), or without a number.
+fn numbered_template(line: &[u32], rules: &Rules) -> Option<Vec<u32>> {
+    let content = trim_trailing_ws(line);
+    let letter = |u: u32| char::from_u32(u).is_some_and(char::is_alphabetic);
+    let code = content.first() == Some(&u32::from(b'\t')) || content.starts_with(&[u32::from(b' '); 4]);
+    if content.len() < 6 || line.len() > rules.max_long_period as usize || code {
+        return None;
+    }
+    let mut template = Vec::new();
+    let mut numbered = false;
+    let mut i = 0;
+    while i < content.len() {
+        let run = i;
+        while i < content.len() && is_digit(content[i]) {
+            i += 1;
+        }
+        if run == i {
+            template.push(content[i]);
+            i += 1;
+        } else if (run > 0 && letter(content[run - 1])) || (i < content.len() && letter(content[i])) || i - run > 3 {
+            template.extend_from_slice(&content[run..i]);
+        } else {
+            template.push(u32::MAX);
+            numbered = true;
+        }
+    }
+    numbered.then_some(template)
 }
 
 fn is_digit(u: u32) -> bool {
@@ -642,6 +676,39 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 // Where a streak may start depends on the one before it (a line that breaks a
                 // streak starts none), which the oracle comparison checks.
             }
+            Rule::TemplateLines => {
+                assert!(start == 0 || units[start - 1] == NEWLINE, "not at a line start: {}", ctx());
+                assert_eq!(units[end - 1], NEWLINE, "not at a line end: {}", ctx());
+                let first = units[start..].split(|&u| u == NEWLINE).next().unwrap_or(&[]);
+                assert_eq!(f.block, trim_trailing_ws(first), "block is not the first line: {}", ctx());
+                assert_eq!(f.period, f.block.len() as u64, "{}", ctx());
+                assert!(f.repeats >= u64::from(rules.template_min_lines), "{}", ctx());
+                // Each numbered line from the first to the holding one recurs: its template is
+                // among those of the 16 lines of 6 units or more before it; they are the streak.
+                let lines: Vec<&[u32]> = units[..end - 1].split(|&u| u == NEWLINE).collect();
+                let mut offset = 0;
+                let mut considered: Vec<Option<Vec<u32>>> = Vec::new();
+                let mut streak = 0u64;
+                for line in lines {
+                    if trim_trailing_ws(line).len() >= 6 {
+                        let template = numbered_template(line, rules);
+                        if offset >= start {
+                            if let Some(template) = &template {
+                                let back = &considered[considered.len().saturating_sub(16)..];
+                                assert!(
+                                    back.contains(&Some(template.clone())),
+                                    "a line that does not recur: {}",
+                                    ctx()
+                                );
+                                streak += 1;
+                            }
+                        }
+                        considered.push(template);
+                    }
+                    offset += line.len() + 1;
+                }
+                assert_eq!(streak, f.repeats, "not the streak's lines: {}", ctx());
+            }
         }
         if i > 0 {
             let prev = &found[i - 1];
@@ -671,8 +738,8 @@ fn compare_with_oracle(units: &[u32], rules: &Rules, window: usize, found: &[Fin
                     f.block.drain(..f.block.len() - held);
                 }
             }
-            // A block fits the window, and so does each line of a counter streak.
-            Rule::PeriodicRun | Rule::LongBlock | Rule::CounterLines => {}
+            // A block fits the window, and so does each line of a counter or template streak.
+            Rule::PeriodicRun | Rule::LongBlock | Rule::CounterLines | Rule::TemplateLines => {}
         }
     }
     assert_eq!(found, expected, "detector != oracle on {}", show(units));
@@ -885,6 +952,15 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                 assert_eq!(r.repeats, removed, "{}", ctx("repeats"));
                 let all: Vec<&[u32]> = lines().map(trim_trailing_ws).collect();
                 assert_a_counter_streak(&all, cycle_lines, &|| ctx("removed a line that does not step on"));
+            }
+            Rule::TemplateLines => {
+                // At a line start, after the first `keep` numbered lines of the streak.
+                assert!(start == 0 || units[start - 1] == NEWLINE, "{}", ctx("removal not at a line start"));
+                let kept = units[f.start as usize..start]
+                    .split(|&u| u == NEWLINE)
+                    .filter(|line| numbered_template(line, rules).is_some())
+                    .count() as u64;
+                assert!(kept >= keep.min(f.repeats), "{}", ctx("fewer than `keep` lines kept"));
             }
         }
         expected.extend_from_slice(&units[cursor..start]);

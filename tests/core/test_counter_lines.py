@@ -16,6 +16,12 @@ from support.shared_corpus import CORPUS, needs_corpus
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
+# The counter rule alone. A counting template of prose is also lines of one template recurring,
+# which the default rules find first (`template_lines`, at the streak's eighth line: see
+# test_the_defaults_find_a_counting_loop_no_later_than_the_counter_rule); the tests that read
+# what the counter rule finds, and where, run it alone.
+COUNTER_ONLY = loopbreak.Rules(template_min_lines=1 << 24)
+
 
 def numbered(line: str, first: int, last: int) -> str:
     """``line`` (with ``{n}``) for every ``n`` from ``first`` to ``last``, one per line."""
@@ -68,7 +74,7 @@ def test_the_development_sets_counter_near_loops_are_found(
     output_id: str, first_line: str, lines: int
 ) -> None:
     text = output(output_id)
-    found = [f for f in loopbreak.scan(text) if f.rule == "counter_lines"]
+    found = [f for f in loopbreak.scan(text, COUNTER_ONLY) if f.rule == "counter_lines"]
     assert len(found) >= 1, output_id
     f = found[0]
     assert (f.block, f.period, f.repeats) == (first_line, len(first_line), lines)
@@ -112,7 +118,7 @@ def test_counter_lines_apart_by_more_than_the_window_are_kept_to_compare() -> No
     parts = [f"{n}. a file to read\n{blank_lines()}" for n in range(1, 90)]
     assert min(len(part) for part in parts) > 16_000
     text = "".join(parts)
-    [whole] = loopbreak.scan(text)
+    [whole] = loopbreak.scan(text, COUNTER_ONLY)
     assert (whole.rule, whole.block, whole.start, whole.repeats) == (
         "counter_lines",
         "1. a file to read",
@@ -120,7 +126,7 @@ def test_counter_lines_apart_by_more_than_the_window_are_kept_to_compare() -> No
         89,
     )
     for size in (4, 4096, 50_000):
-        detector = loopbreak.Detector()
+        detector = loopbreak.Detector(COUNTER_ONLY)
         streamed = [
             f for i in range(0, len(text), size) if (f := detector.feed(text[i : i + size]))
         ]
@@ -131,7 +137,7 @@ def test_counter_lines_apart_by_more_than_the_window_are_kept_to_compare() -> No
 
 def test_trim_keeps_the_first_counter_lines_and_says_what_it_removed() -> None:
     text = "Steps:\n" + numbered("Step {n}: wait for the server", 1, 200) + "The end.\n"
-    trimmed = loopbreak.trim(text, keep=3)
+    trimmed = loopbreak.trim(text, keep=3, rules=COUNTER_ONLY)
     assert trimmed.text.startswith("Steps:\n" + numbered("Step {n}: wait for the server", 1, 3))
     assert trimmed.text.endswith("The end.\n")
     [removal] = trimmed.removals
@@ -214,21 +220,26 @@ def test_numbered_text_that_is_not_stuck_is_not_a_counter_loop(text: str) -> Non
 def test_numbers_step_on_their_digits_keeping_their_width() -> None:
     # A number keeps its width (099 -> 100), carries are worked out on the digits, and a
     # number longer than any machine integer compares as well.
-    assert loopbreak.scan(numbered("item {n:03d} of the list", 40, 140))[0].rule == "counter_lines"
+    assert (
+        loopbreak.scan(numbered("item {n:03d} of the list", 40, 140), COUNTER_ONLY)[0].rule
+        == "counter_lines"
+    )
     big = 10**40 - 20
     text = "".join(f"row {big + n} is ready\n" for n in range(150))
-    assert [f.rule for f in loopbreak.scan(text)] == ["counter_lines"]
+    assert [f.rule for f in loopbreak.scan(text, COUNTER_ONLY)] == ["counter_lines"]
     # A step of two, or back, breaks the streak.
     assert loopbreak.scan(numbered("row {n} is ready", 1, 200).replace("row 77 ", "row 78 ")) != []
     skipping = "".join(f"row {2 * n} is ready\n" for n in range(200))
-    assert loopbreak.scan(skipping) == []
+    assert loopbreak.scan(skipping, COUNTER_ONLY) == []
+    # (One sentence with its number changing line after line is lines of one template.)
+    assert [f.rule for f in loopbreak.scan(skipping)] == ["template_lines"]
     # Leading zeros are part of a number: `0001` after `000` is another number, not one up.
     widths = random.Random(7).choices([3, 4], k=200)
     widening = "".join(f"row {n:0{width}d} is ready\n" for n, width in enumerate(widths))
-    assert loopbreak.scan(widening) == []
+    assert loopbreak.scan(widening, COUNTER_ONLY) == []
     # Two widths taking turns, each counting by two every other line, are a cycle of two lines.
     alternating = "".join(f"row {n:0{3 + n % 2}d} is ready\n" for n in range(200))
-    [f] = loopbreak.scan(alternating)
+    [f] = loopbreak.scan(alternating, COUNTER_ONLY)
     assert (f.rule, f.block, f.repeats) == (
         "counter_lines",
         "row 000 is ready\nrow 0001 is ready",
@@ -239,13 +250,13 @@ def test_numbers_step_on_their_digits_keeping_their_width() -> None:
 def test_a_line_gains_at_most_two_units_on_the_line_before() -> None:
     # Two numbers that carry at once (`(99, 99)` -> `(100, 100)`) continue the streak.
     pairs = "".join(f"({n}, {n}) is a pair\n" for n in range(30, 131))
-    assert [(f.rule, f.start, f.repeats) for f in loopbreak.scan(pairs)] == [
+    assert [(f.rule, f.start, f.repeats) for f in loopbreak.scan(pairs, COUNTER_ONLY)] == [
         ("counter_lines", 0, 101)
     ]
     # Three make the line three units longer: the streak ends at 99 and starts again from 100
     # (a template of code: 25 lines each).
     triples = "".join(f"({n}, {n}, {n}) is a triple\n" for n in range(70, 131))
-    found = [(f.rule, f.start, f.repeats) for f in loopbreak.scan(triples)]
+    found = [(f.rule, f.start, f.repeats) for f in loopbreak.scan(triples, COUNTER_ONLY)]
     assert found == [("counter_lines", 0, 30), ("counter_lines", triples.index("(100,"), 31)]
 
 
@@ -285,41 +296,56 @@ def test_templates_need_the_lines_of_their_class_whatever_their_length() -> None
 # Counting loops of the shapes models write (issue reports and the development sets), each with
 # the lines its template needs: a template of words by 16 lines whatever punctuation sits in it,
 # code and markup by 25, one without a letter (when every number counts) by 64.
-@pytest.mark.parametrize(
-    ("line", "needed"),
-    [
-        ("{n}. A first-date activity:", 16),
-        ("Step {n}: wait for the server to start again", 16),
-        ("Day {n}: rest and drink water", 16),
-        ("{n}. Check the server's response to identify the server's response type.", 16),
-        ("{n}. `test.py`", 16),
-        ("{n}. Hamster", 16),
-        ("{n}. apple", 16),
-        ("{n}. Hamster {n}", 16),
-        ('**Step {n}:** _wait_ for "the" server', 16),
-        ("({n})", 64),
-        ("${n}.5", 64),
-        ("{n}", 64),
-        ("{n}.", 64),
-        ("{n}. {n}. {n}. {n}.", 64),
-        ("file_size(/var/log/backup{n})", 25),
-        ("<b>{n}.</b> <b>word</b>", 25),
-        ("Checking backup{n} now", 16),
-    ],
-)
+COUNTING_LOOP_NEEDS = [
+    ("{n}. A first-date activity:", 16),
+    ("Step {n}: wait for the server to start again", 16),
+    ("Day {n}: rest and drink water", 16),
+    ("{n}. Check the server's response to identify the server's response type.", 16),
+    ("{n}. `test.py`", 16),
+    ("{n}. Hamster", 16),
+    ("{n}. apple", 16),
+    ("{n}. Hamster {n}", 16),
+    ('**Step {n}:** _wait_ for "the" server', 16),
+    ("({n})", 64),
+    ("${n}.5", 64),
+    ("{n}", 64),
+    ("{n}.", 64),
+    ("{n}. {n}. {n}. {n}.", 64),
+    ("file_size(/var/log/backup{n})", 25),
+    ("<b>{n}.</b> <b>word</b>", 25),
+    ("Checking backup{n} now", 16),
+]
+COUNTING_LOOPS = [line for line, _ in COUNTING_LOOP_NEEDS]
+
+
+@pytest.mark.parametrize(("line", "needed"), COUNTING_LOOP_NEEDS)
 def test_counting_loops_models_write_are_found(line: str, needed: int) -> None:
     # Three-digit numbers: no carry (four numbers that carry at once start the streak again).
     text = "Sure, here it is:\n\n" + numbered(line, 100, 499)
-    [f] = loopbreak.scan(text)
+    [f] = loopbreak.scan(text, COUNTER_ONLY)
     assert (f.rule, f.start, f.repeats) == ("counter_lines", text.index("\n\n") + 2, 400)
     assert text[: f.detected_at].count("\n") - 2 == needed
     assert (
         required_counter_lines(loopbreak.Rules(), line.format(n=100), line.format(n=101)) == needed
     )
     # Streamed, the guard stops it at the same line.
-    detector = loopbreak.Detector()
+    detector = loopbreak.Detector(COUNTER_ONLY)
     stopped = next(hit for i in range(0, len(text), 7) if (hit := detector.feed(text[i : i + 7])))
     assert stopped.detected_at == f.detected_at
+
+
+def test_the_defaults_find_a_counting_loop_no_later_than_the_counter_rule() -> None:
+    # A counting template of prose is numbered lines of one template: `template_lines` holds at
+    # the streak's eighth line (from the template's second line), before the counter rule's 16th.
+    for line in COUNTING_LOOPS:
+        text = "Sure, here it is:\n\n" + numbered(line, 100, 499)
+        [alone] = loopbreak.scan(text, COUNTER_ONLY)
+        [f] = loopbreak.scan(text)
+        assert f.detected_at <= alone.detected_at, line
+        if f.rule == "template_lines":
+            second_line = text.index("\n", text.index("\n\n") + 2) + 1
+            assert (f.start, f.repeats) == (second_line, 399), line
+            assert text[: f.detected_at].count("\n") - 2 == 9, line
 
 
 def test_the_two_line_counter_of_a_public_issue_is_found_as_a_cycle() -> None:
@@ -354,7 +380,7 @@ def test_cycles_of_two_lines_are_found(cycle: list[str]) -> None:
     period = len(cycle)
     lines = [cycle[i % period].format(n=i + 1, c=i // period + 1) for i in range(60)]
     text = "Sure:\n\n" + "".join(line + "\n" for line in lines)
-    [f] = loopbreak.scan(text)
+    [f] = loopbreak.scan(text, COUNTER_ONLY)
     first = next(i for i, line in enumerate(lines) if "{" in cycle[i % period])
     first_cycle = "\n".join(lines[first : first + period])
     start = text.index(lines[first] + "\n")
@@ -367,11 +393,11 @@ def test_cycles_of_two_lines_are_found(cycle: list[str]) -> None:
     need = required_counter_lines(loopbreak.Rules(), first_cycle, lines[first + period])
     assert text[f.start : f.detected_at].count("\n") == need
     # Streamed in small pieces, the guard stops at the same line.
-    detector = loopbreak.Detector()
+    detector = loopbreak.Detector(COUNTER_ONLY)
     stopped = next(hit for i in range(0, len(text), 5) if (hit := detector.feed(text[i : i + 5])))
     assert stopped.detected_at == f.detected_at
     # Trimmed, the first three cycles stay.
-    trimmed = loopbreak.trim(text)
+    trimmed = loopbreak.trim(text, rules=COUNTER_ONLY)
     kept = lines[first : first + 3 * period]
     assert trimmed.text.startswith(text[: f.start] + "".join(line + "\n" for line in kept))
     assert f"repeated {60 - first - 3 * period} more lines" in trimmed.text
@@ -426,14 +452,14 @@ def test_numbered_text_that_takes_turns_but_is_not_stuck_is_not_a_cycle() -> Non
 )
 def test_real_counting_loops_are_found_by_their_16th_line(line: str, first: int, last: int) -> None:
     text = "Here is the list:\n\n" + numbered(line, first, last)
-    [f] = loopbreak.scan(text)
+    [f] = loopbreak.scan(text, COUNTER_ONLY)
     assert (f.rule, f.start, f.repeats) == (
         "counter_lines",
         text.index("\n\n") + 2,
         last - first + 1,
     )
     assert text[f.start : f.detected_at].count("\n") == 16
-    detector = loopbreak.Detector()
+    detector = loopbreak.Detector(COUNTER_ONLY)
     stopped = next(hit for i in range(0, len(text), 3) if (hit := detector.feed(text[i : i + 3])))
     assert (stopped.start, stopped.detected_at) == (f.start, f.detected_at)
 

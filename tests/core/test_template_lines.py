@@ -1,0 +1,132 @@
+"""The template-lines rule (`template_lines`): numbered prose lines drawn from a few templates,
+recurring in or out of order. Real near-loops of small models and of issue threads are found,
+early; text that only looks like them (numbered lists of distinct items, a reasoning trace that
+returns to a number, lines indented as code, a table of similar rows) is not; a stream finds
+what a scan finds; `trim` keeps the first lines and counts the rest."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import loopbreak
+from support.issue_excerpts import EXCERPTS
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def outputs(name: str) -> dict[str, str]:
+    rows = [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines()]
+    return {str(row["id"]): str(row["text"]) for row in rows}
+
+
+GEMMA = outputs("gemma3_270m_outputs.jsonl") | outputs("gemma3_270m_long_outputs.jsonl")
+
+# Near-loops no other rule finds, with the block the rule reports and where it first holds (the
+# unit the guard would stop a stream at).
+NEAR_LOOPS = {
+    # The prompt echoed again and again, its date changing among a few values in no order.
+    "g01-sampled": ("gemma", 2440),
+    "g01-seed7-long": ("gemma", 2440),
+    # The prompt echoed with its replica count changing.
+    "g17-sampled": ("gemma", 1212),
+    # `<strong>N. 東京で一日X</strong>` items, X cycling through five activities in no order.
+    "g12-seed7-long": ("gemma", 2139),
+    # Timestamped log lines whose sentence breaks at another word each time (llama.cpp issue).
+    "06.txt": ("excerpt", 1180),
+}
+
+
+def text_of(name: str, source: str) -> str:
+    if source == "gemma":
+        return GEMMA[name]
+    return (EXCERPTS / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", sorted(NEAR_LOOPS))
+def test_a_near_loop_is_found_as_template_lines(name: str) -> None:
+    source, held_at = NEAR_LOOPS[name]
+    text = text_of(name, source)
+    findings = loopbreak.scan(text)
+    assert [f.rule for f in findings][:1] == ["template_lines"], findings
+    first = findings[0]
+    assert first.detected_at == held_at
+    assert first.block == text[first.start : first.start + first.period]
+    assert first.repeats >= 8
+    # Streamed in deltas, the detector holds where the scan says.
+    detector = loopbreak.Detector()
+    held = next(
+        (found for k in range(0, len(text), 5) if (found := detector.feed(text[k : k + 5]))),
+        None,
+    )
+    assert held is not None and (held.rule, held.detected_at) == ("template_lines", held_at)
+
+
+def numbered(items: list[str], order: list[int]) -> str:
+    return "".join(f"{n}. {items[i]}\n" for n, i in enumerate(order, start=1))
+
+
+ITEMS = ["Water the plants in the morning.", "Feed the cat twice a day.", "Take a long walk."]
+
+
+def test_items_cycling_in_no_fixed_order_hold_at_the_streaks_eighth_line() -> None:
+    order = [0, 1, 2, 1, 0, 2, 2, 1, 0, 1, 2, 0, 0, 1, 2, 1]
+    text = numbered(ITEMS, order)
+    [found] = loopbreak.scan(text)
+    lines = text.splitlines(keepends=True)
+    starts = [sum(map(len, lines[:k])) for k in range(len(lines) + 1)]
+    assert (found.rule, found.start, found.block) == (
+        "template_lines",
+        starts[3],
+        "4. Feed the cat twice a day.",
+    )
+    assert (found.detected_at, found.end, found.repeats) == (starts[11], len(text), 13)
+    trimmed = loopbreak.trim(text, keep=2)
+    assert trimmed.text.startswith(text[: starts[5]])
+    assert "repeated 11 more lines (template_lines)" in trimmed.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A long numbered list of distinct items.
+        "".join(
+            f"{n}. Step {n} of the recipe: {word} the {thing}.\n"
+            for n, (word, thing) in enumerate(
+                [
+                    (w, t)
+                    for w in ("mix", "stir", "bake", "cool", "slice")
+                    for t in ("dough", "sauce", "crust", "filling")
+                ],
+                start=1,
+            )
+        ),
+        # A reasoning trace that returns to a number and moves on.
+        "So the total is 14 apples.\nWait, let me check: 9 plus 5 is 14.\nYes, the total is 14 apples.\n"
+        "Now the price: each apple costs 2 dollars.\nSo 14 apples cost 28 dollars.\n"
+        "Let me check: 14 times 2 is 28.\nYes, 28 dollars.\nThe answer is 28 dollars.\n",
+        # The same numbered sentence, indented as code (a listing of output; its numbers do not
+        # count on, which would be `counter_lines`).
+        "".join(
+            f"    Epoch {n * 7 % 60}: the loss went down to 0.{n * 13 % 100:02d} on the test set\n"
+            for n in range(1, 60)
+        ),
+        # A table of similar rows is no prose.
+        "".join(f"| {n} | pending | 2024-01-{n:02d} | ok |\n" for n in range(1, 29)),
+    ],
+    ids=["distinct items", "reasoning trace", "indented as code", "table rows"],
+)
+def test_text_that_only_looks_like_it_has_no_finding(text: str) -> None:
+    assert [f.rule for f in loopbreak.scan(text)] == []
+
+
+def test_the_conservative_and_token_presets_leave_it_off() -> None:
+    order = [0, 1, 2, 1, 0, 2, 2, 1, 0, 1, 2, 0, 0, 1, 2, 1] * 4
+    text = numbered(ITEMS, order)
+    assert loopbreak.Rules.conservative().template_min_lines == 1 << 24
+    assert loopbreak.Rules.for_tokens().template_min_lines == 1 << 24
+    assert "template_lines" not in {
+        f.rule for f in loopbreak.scan(text, loopbreak.Rules.conservative())
+    }
