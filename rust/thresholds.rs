@@ -371,9 +371,9 @@ macro_rules! with_thresholds {
             template_min_lines: u32 {
                 least: 2,
                 most: MAX_SPAN_LIMIT,
-                // 8 lines: no hand-written file of the wide corpus and no clean answer holds such a
-                // streak, and the development sets' near-loops that no other rule finds hold it by
-                // unit 2,440 (benches/template_lines_candidate.py; docs/tuning.md).
+                // 8 lines: hand-written text holds streaks of 6 at most (pyarrow's type.h, load 0.75)
+                // and no clean answer one; the near-loops no other rule finds hold it by unit 2,440
+                // (benches/tune.py, docs/tuning.md).
                 default: 8,
                 // Off in effect: machine-generated tables (a locale's collation table, Perl's
                 // Unicode name list) are lines of a few templates with numbers changing.
