@@ -7,6 +7,7 @@ use crate::counters::{counts_on, cycle_lines_of};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
+use crate::template_lines::{is_prose, template_of, LOOKBACK, MIN_UNITS};
 
 /// A region as far as it reaches in the whole text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,10 @@ pub(crate) fn extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> 
         Rule::PeriodicRun | Rule::LongBlock => periodic_extent(units, finding),
         Rule::IdenticalLines => lines_extent(units, finding),
         Rule::CounterLines => counter_extent(units, rules, finding),
+        Rule::TemplateLines => {
+            let ends = template_streak_ends(units, rules, finding);
+            Extent { end: ends.last().copied().unwrap_or(finding.start), copies: ends.len() as u64, partial: false }
+        }
     }
 }
 
@@ -159,4 +164,57 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
         extent.end = line.end as u64;
     }
     extent
+}
+
+/// Where each line of the finding's streak of template lines ends (after its newline, or the
+/// text's end for a last line the text ends in that continues it), read as the rule reads: from
+/// the [`LOOKBACK`] lines of [`MIN_UNITS`] units or more before its first line on, each numbered
+/// line that fits `max_long_period` continues the streak if it recurs by template to one of the
+/// 16 lines before it and is prose, and ends it otherwise; other lines pass.
+pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Vec<u64> {
+    let start = finding.start as usize;
+    let from = lookback_start(units, start);
+    // The templates of the lookback's lines (`None`: no number, or too long).
+    let mut lookback: std::collections::VecDeque<Option<Vec<u32>>> = std::collections::VecDeque::new();
+    let mut ends = Vec::new();
+    let mut template = Vec::new();
+    for line in lines_from(units, from) {
+        let content: Vec<u32> = units[line.start..line.content_end].iter().map(|&unit| unit.into()).collect();
+        if (content.len() as u64) < MIN_UNITS {
+            continue;
+        }
+        let fits = line.end - usize::from(line.terminated) - line.start <= rules.max_long_period as usize;
+        let numbered = fits && template_of(&content, &mut template);
+        if line.start >= start && numbered {
+            if lookback.contains(&Some(template.clone())) && is_prose(&content) {
+                ends.push(line.end as u64);
+            } else {
+                break;
+            }
+        }
+        lookback.push_back(numbered.then(|| template.clone()));
+        if lookback.len() > LOOKBACK {
+            lookback.pop_front();
+        }
+    }
+    ends
+}
+
+/// Where the earliest of the [`LOOKBACK`] lines of [`MIN_UNITS`] units or more before the line
+/// at `start` starts (0 if there are fewer).
+fn lookback_start<S: Unit>(units: &[S], start: usize) -> usize {
+    let newline = S::store(u32::from(b'\n'));
+    let mut line_end = start;
+    let mut seen = 0;
+    while line_end > 0 && seen < LOOKBACK {
+        // The line ending at the newline before `line_end`.
+        let line_start = units[..line_end - 1].iter().rposition(|&u| u == newline).map_or(0, |i| i + 1);
+        let mut content_end = line_end - 1;
+        while content_end > line_start && is_whitespace(units[content_end - 1].into()) {
+            content_end -= 1;
+        }
+        seen += usize::from((content_end - line_start) as u64 >= MIN_UNITS);
+        line_end = line_start;
+    }
+    line_end
 }

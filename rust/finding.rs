@@ -10,6 +10,7 @@ pub enum Rule {
     LongBlock,
     IdenticalLines,
     CounterLines,
+    TemplateLines,
 }
 
 /// What one copy of a rule's repeated block is, and so what `repeats` counts (in a
@@ -71,7 +72,8 @@ macro_rules! block_thresholds {
 
 impl Rule {
     /// Every rule, in code order: `Rule::ALL[rule.code()] == rule`.
-    pub const ALL: [Rule; 4] = [Rule::PeriodicRun, Rule::LongBlock, Rule::IdenticalLines, Rule::CounterLines];
+    pub const ALL: [Rule; 5] =
+        [Rule::PeriodicRun, Rule::LongBlock, Rule::IdenticalLines, Rule::CounterLines, Rule::TemplateLines];
 
     /// The rule's number in columnar output (Arrow, Parquet): its place in [`Rule::ALL`].
     pub const fn code(self) -> u8 {
@@ -120,6 +122,15 @@ impl Rule {
                               cycle of two or three lines) to the next: `1. test.py`, `2. test.py`, ... \
                               (blank lines between them allowed).",
             },
+            Rule::TemplateLines => &RuleInfo {
+                name: "template_lines",
+                copy: CopyUnit::Line,
+                period: "units in the streak's first line without its newline and trailing whitespace",
+                thresholds: &["max_long_period", "template_min_lines"],
+                description: "Prose lines with numbers drawn from a few templates (numbers masked), each \
+                              recurring among the 16 lines before it, in or out of order: numbered items \
+                              cycling, a dated line echoed again and again.",
+            },
         }
     }
 
@@ -143,15 +154,16 @@ impl fmt::Display for Rule {
 pub struct Finding {
     pub rule: Rule,
     /// Units in one copy of the block. For `identical_lines`: the line's length without its
-    /// newline and trailing whitespace; for `counter_lines`, the block's (the lines after it
-    /// differ in their numbers, so in length where a number gains a digit).
+    /// newline and trailing whitespace; for `counter_lines` and `template_lines`, the block's
+    /// (the lines after it differ in their numbers, so in length where a number gains a digit).
     pub period: u64,
     /// One copy of the repeated block (for `identical_lines`, the line without newline and
     /// trailing whitespace; for `counter_lines`, the first line so, or for a cycle of lines its
-    /// first cycle, the lines joined by newlines). A line longer than the detector's window is cut to its last
+    /// first cycle, the lines joined by newlines; for `template_lines`, the streak's first line
+    /// so). A line longer than the detector's window is cut to its last
     /// `window` units.
     pub block: Vec<u32>,
-    /// Where the first copy starts (for `identical_lines`, where the first line starts).
+    /// Where the first copy starts (for the line rules, where the first line starts).
     pub start: u64,
     /// Full copies (or lines): seen when the rule first held (streaming), or in the whole
     /// region (offline scan).
@@ -169,7 +181,7 @@ impl Finding {
     /// copy: a loop that breaks for a unit and resumes is a new region.
     pub(crate) fn anchor(&self) -> u64 {
         match self.rule {
-            Rule::IdenticalLines | Rule::CounterLines => self.start,
+            Rule::IdenticalLines | Rule::CounterLines | Rule::TemplateLines => self.start,
             Rule::PeriodicRun | Rule::LongBlock => self.start + self.period,
         }
     }
@@ -186,7 +198,7 @@ mod tests {
             assert_eq!(usize::from(rule.code()), code, "{rule}");
         }
         let names: Vec<&str> = Rule::ALL.iter().map(|rule| rule.name()).collect();
-        assert_eq!(names, ["periodic_run", "long_block", "identical_lines", "counter_lines"]);
+        assert_eq!(names, ["periodic_run", "long_block", "identical_lines", "counter_lines", "template_lines"]);
     }
 
     /// Each rule names thresholds of the table, in its order, and every threshold is read by a

@@ -38,9 +38,54 @@ pub trait Unit: Copy + Eq + Default + Debug + Into<u32> + Send + Sync + 'static 
     /// The CPU has AVX2.
     #[cfg(target_arch = "x86_64")]
     unsafe fn agree_wide(units: [&[Self; WIDE]; 3], targets: [Self; 3]) -> u32;
+
+    /// The sum of the units among the first `n` lanes that are no ASCII digit, plus their count
+    /// times 2^32.
+    #[inline]
+    fn non_digit_digest(units: &[Self; LANES], n: usize) -> u64 {
+        units[..n].iter().fold(0, |digest, &unit| {
+            let u: u32 = unit.into();
+            if u.wrapping_sub(0x30) < 10 {
+                digest
+            } else {
+                digest + u64::from(u) + (1 << 32)
+            }
+        })
+    }
 }
 
+/// 16 bytes of ones then 16 of zeros: 16 bytes from `16 - n` mask the first `n` lanes.
+#[cfg(target_arch = "x86_64")]
+static FIRST_LANES: [u8; 32] = {
+    let mut mask = [0; 32];
+    let mut i = 0;
+    while i < 16 {
+        mask[i] = 0xff;
+        i += 1;
+    }
+    mask
+};
+
 impl Unit for u8 {
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    fn non_digit_digest(units: &[u8; LANES], n: usize) -> u64 {
+        // SAFETY: SSE2 is part of the x86-64 baseline; the loads stay inside `units` and
+        // `FIRST_LANES` (`n <= 16`).
+        unsafe {
+            use std::arch::x86_64::*;
+            let v = _mm_loadu_si128(units.as_ptr().cast());
+            let d = _mm_sub_epi8(v, _mm_set1_epi8(0x30));
+            let digit = _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+            let held = _mm_loadu_si128(FIRST_LANES.as_ptr().add(16 - n).cast());
+            let keep = _mm_andnot_si128(digit, held);
+            let sums = _mm_sad_epu8(_mm_and_si128(v, keep), _mm_setzero_si128());
+            let counts = _mm_sad_epu8(_mm_and_si128(keep, _mm_set1_epi8(1)), _mm_setzero_si128());
+            let both = _mm_add_epi64(sums, _mm_slli_epi64::<32>(counts));
+            (_mm_cvtsi128_si64(both) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(both, both))) as u64
+        }
+    }
+
     fn holds<S: Copy + Into<u32>>(units: &[S]) -> bool {
         units.iter().fold(0, |all, &unit| all | unit.into()) <= u32::from(u8::MAX)
     }
@@ -370,5 +415,24 @@ mod tests {
         assert!(u16::holds(&[0u32, 0x41, 0xFFFF]));
         assert!(!u16::holds(&[0x41u32, 0x1_0000]));
         assert!(u16::holds(b"bytes"));
+    }
+
+    /// The vector digest of bytes is the plain sum and count, for every prefix of the lanes.
+    #[test]
+    fn non_digit_digests_agree_across_unit_types() {
+        let text: Vec<u8> = (0..=255u8).cycle().skip(40).step_by(7).take(LANES).collect();
+        let mut lanes = [0u8; LANES];
+        lanes.copy_from_slice(&text);
+        let wide: [u32; LANES] = lanes.map(u32::from);
+        for n in 0..=LANES {
+            let plain = wide[..n]
+                .iter()
+                .filter(|&&u| !(0x30..=0x39).contains(&u))
+                .fold(0u64, |digest, &u| digest + u64::from(u) + (1 << 32));
+            assert_eq!(u8::non_digit_digest(&lanes, n), plain, "{n}");
+            assert_eq!(u32::non_digit_digest(&wide, n), plain, "{n}");
+        }
+        let digits = *b"0123456789012345";
+        assert_eq!(u8::non_digit_digest(&digits, LANES), 0);
     }
 }

@@ -20,6 +20,7 @@ mod plan;
 mod rules;
 mod state;
 mod streams;
+mod template_lines;
 mod thresholds;
 mod trim;
 mod window;

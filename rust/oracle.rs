@@ -5,6 +5,7 @@ use crate::classes::{BlockClass, PACKED_CONTEXT};
 use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
+use crate::template_lines::{is_prose, template_of, LINES_PER_TEMPLATE, LOOKBACK, MIN_UNITS};
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
 /// its region reaches by time t.
@@ -255,6 +256,96 @@ fn counter_candidate(
     });
 }
 
+/// Streaks of template lines, line by line as the rule reads: lines of content (trailing
+/// whitespace dropped) of `MIN_UNITS` units or more, each with its template if it is numbered
+/// (fits `max_long_period`, holds a number). A numbered line that recurs (its template among
+/// the numbered ones of the `LOOKBACK` lines before it) and is prose continues the streak or
+/// starts one; any other numbered line ends it; lines with no template pass. The streak holds at
+/// its first line with `template_min_lines` lines, 1.5 lines per distinct template, and a line
+/// whose text is none of its lookback's. Offline, a last line the text ends in (no newline) is
+/// read as if a newline ended it.
+fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
+    struct Read {
+        start: usize,
+        content: Vec<u32>,
+        template: Option<Vec<u32>>,
+        /// One past its newline, or the text's end for the last line without one.
+        end: usize,
+    }
+    let mut lines = Vec::new();
+    let mut start = 0;
+    while start < units.len() {
+        let newline = units[start..].iter().position(|&u| u == u32::from(b'\n')).map(|i| start + i);
+        let text_end = newline.unwrap_or(units.len());
+        let mut content_end = text_end;
+        while content_end > start && is_ws(units[content_end - 1]) {
+            content_end -= 1;
+        }
+        let content = units[start..content_end].to_vec();
+        let end = newline.map_or(units.len(), |i| i + 1);
+        if content.len() as u64 >= MIN_UNITS {
+            let mut template = Vec::new();
+            let numbered = text_end - start <= rules.max_long_period as usize && template_of(&content, &mut template);
+            lines.push(Read { start, content, template: numbered.then_some(template), end });
+        }
+        start = end;
+    }
+    let terminated = |line: &Read| line.end < units.len() || units.last() == Some(&u32::from(b'\n'));
+    // The running streak: its lines (indices), whether it held (and where in it), and whether
+    // one of its lines recurs inexactly.
+    let mut streak: Vec<usize> = Vec::new();
+    let mut held: Option<usize> = None;
+    let mut inexact = false;
+    let finish = |streak: &[usize], held: Option<usize>, lines: &[Read], out: &mut Vec<Candidate>| {
+        let Some(h) = held else { return };
+        let first = &lines[streak[0]];
+        let steps: Vec<u64> =
+            streak[h..].iter().filter(|&&k| terminated(&lines[k])).map(|&k| lines[k].end as u64).collect();
+        out.push(Candidate {
+            finding: Finding {
+                rule: Rule::TemplateLines,
+                period: first.content.len() as u64,
+                block: first.content.clone(),
+                start: first.start as u64,
+                repeats: h as u64 + 1,
+                detected_at: steps[0],
+                end: steps[0],
+            },
+            anchor: first.start as u64,
+            end: lines[*streak.last().unwrap()].end as u64,
+            copies: streak.len() as u64,
+            claim_steps: steps,
+        });
+    };
+    for k in 0..lines.len() {
+        let Some(template) = &lines[k].template else { continue };
+        let lookback = &lines[k.saturating_sub(LOOKBACK)..k];
+        let recurs = lookback.iter().any(|line| line.template.as_ref() == Some(template));
+        // A streak line only counts toward holding when a newline ends it (streaming reads no other).
+        if recurs && is_prose(&lines[k].content) {
+            streak.push(k);
+            inexact |= !lookback.iter().any(|line| line.content == lines[k].content);
+            let mut distinct: Vec<&Vec<u32>> = streak.iter().filter_map(|&i| lines[i].template.as_ref()).collect();
+            distinct.sort();
+            distinct.dedup();
+            let (per, of) = LINES_PER_TEMPLATE;
+            let n = streak.len() as u64;
+            if held.is_none()
+                && terminated(&lines[k])
+                && n >= u64::from(rules.template_min_lines)
+                && of * n >= per * distinct.len() as u64
+                && inexact
+            {
+                held = Some(streak.len() - 1);
+            }
+        } else {
+            finish(&streak, held, &lines, out);
+            (streak, held, inexact) = (Vec::new(), None, false);
+        }
+    }
+    finish(&streak, held, &lines, out);
+}
+
 /// Every finding whole (as an offline scan reports it), by the rules read literally.
 pub fn scan(units: &[u32], rules: &Rules) -> Vec<Finding> {
     emitted(units, rules).into_iter().map(|c| Finding { end: c.end, repeats: c.copies, ..c.finding }).collect()
@@ -270,6 +361,7 @@ fn emitted(units: &[u32], rules: &Rules) -> Vec<Candidate> {
     periodic_candidates(units, rules, &mut candidates);
     line_candidates(units, rules, &mut candidates);
     counter_candidates(units, rules, &mut candidates);
+    template_candidates(units, rules, &mut candidates);
     candidates.sort_by_key(|c| (c.finding.detected_at, c.finding.start, c.finding.rule, c.finding.period));
     let mut emitted: Vec<Candidate> = Vec::new();
     for c in candidates {

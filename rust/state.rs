@@ -34,6 +34,7 @@ use crate::lanes::{Marks, Unit, LANES};
 use crate::lines::LineReader;
 use crate::plan::Plan;
 use crate::rules::{Rules, SAMPLE_UNITS};
+use crate::template_lines::{TemplateEvent, TemplateLines};
 use crate::window::{Window, PIECE};
 use claims::Claim;
 use runs::Tracker;
@@ -66,6 +67,7 @@ struct LineRules {
     reader: LineReader,
     identical: IdenticalLines,
     counters: Counters,
+    templates: TemplateLines,
 }
 
 impl LineRules {
@@ -74,6 +76,7 @@ impl LineRules {
             reader: LineReader::default(),
             identical: IdenticalLines::new(rules),
             counters: Counters::new(rules),
+            templates: TemplateLines::new(rules),
         }
     }
 
@@ -84,6 +87,7 @@ impl LineRules {
         self.reader.before_append(window, leaving);
         self.counters.before_append(window, leaving);
         self.identical.before_append(window, leaving);
+        self.templates.before_append(window, leaving);
     }
 
     /// Unit `x` of `window` is a newline: what the line it ends did to each rule's streak, or
@@ -97,22 +101,27 @@ impl LineRules {
         let identical = self.identical.on_line(line, window);
         let repeats_previous = identical != LineEvent::NewStreak;
         let counter = self.counters.on_line(line.start, line.content_len, line.last, x, repeats_previous, window);
-        Some(LineEvents { identical, counter })
+        let template = self.templates.on_line(line.start, line.content_len, x, window);
+        Some(LineEvents { identical, counter, template })
     }
 }
 
-/// What the end of a non-blank line did to the streak of identical lines, and to the streak of
-/// counter lines (`None` when no counter streak was running and none reached its rule).
+/// What the end of a non-blank line did to the streak of identical lines, to the streak of
+/// counter lines and to the streak of template lines (`None` when the line left that streak as
+/// it was: none running and none started, or a line the template rule passes over).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LineEvents {
     identical: LineEvent,
     counter: Option<CounterEvent>,
+    template: Option<TemplateEvent>,
 }
 
 impl LineEvents {
     /// Whether a streak reached its rule at this line.
     fn reached(&self) -> bool {
-        matches!(self.identical, LineEvent::Reached { .. }) || matches!(self.counter, Some(CounterEvent::Reached))
+        matches!(self.identical, LineEvent::Reached { .. })
+            || matches!(self.counter, Some(CounterEvent::Reached))
+            || matches!(self.template, Some(TemplateEvent::Reached))
     }
 }
 
@@ -165,6 +174,7 @@ impl<T: Unit> Core<T> {
     pub fn heap_bytes(&self) -> usize {
         self.window.heap_bytes()
             + self.lines.counters.heap_bytes()
+            + self.lines.templates.heap_bytes()
             + self.trackers.capacity() * std::mem::size_of::<Tracker>()
             + self.candidates.capacity() * std::mem::size_of::<Candidate>()
     }
@@ -249,7 +259,7 @@ impl<T: Unit> Core<T> {
             // The unit before the newline, read from the piece where it is in it.
             let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
             let event = self.lines.on_newline(at, before, &self.window);
-            if event.is_some_and(|event| self.claim.streak().is_some() || event.reached()) {
+            if event.is_some_and(|event| self.claim.streak_running() || event.reached()) {
                 return (at, event);
             }
         }
@@ -306,6 +316,25 @@ impl<T: Unit> Core<T> {
                 let ((start, block), repeats) = (counters.first_cycle(), counters.lines());
                 let finding = Finding {
                     rule: Rule::CounterLines,
+                    period: block.len() as u64,
+                    block,
+                    start,
+                    repeats,
+                    detected_at: x + 1,
+                    end: x + 1,
+                };
+                self.candidates.push(Candidate { finding, tracker: None });
+            }
+        }
+        match events.template {
+            None => {}
+            Some(TemplateEvent::Continued) => self.claim.streak_continued_at(x, Rule::TemplateLines),
+            Some(TemplateEvent::Broken) => self.claim.streak_ended(Rule::TemplateLines),
+            Some(TemplateEvent::Reached) => {
+                let templates = &self.lines.templates;
+                let ((start, block), repeats) = (templates.first_line(), templates.lines());
+                let finding = Finding {
+                    rule: Rule::TemplateLines,
                     period: block.len() as u64,
                     block,
                     start,

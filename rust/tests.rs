@@ -214,6 +214,7 @@ fn a_stretch_of_one_unit_is_not_traced_back_for_every_period() {
         code_counter_span: 0,
         data_counter_min_lines: 65_537,
         payload_span: 65_537,
+        template_min_lines: 65_537,
     })
     .unwrap();
     let text = format!("x{}", " ".repeat(65_540));
@@ -551,4 +552,98 @@ fn counter_templates_are_found_and_numbered_lists_are_not() {
     assert_eq!(found[0].detected_at, commas.match_indices('\n').nth(63).unwrap().0 as u64 + 1);
     assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n},0\n")), &DEFAULT_RULES), []);
     assert_eq!(scan_str(&numbered(1, 500, &|n| format!("{n}\t{}\n", n * 7 % 13)), &DEFAULT_RULES), []);
+}
+
+/// Texts of template lines: lines drawn in random order from a few templates, prose and not,
+/// with numbers of any width (some touching letters, so no number), among lines with no number,
+/// short lines, blank lines and exact repeats, some longer than the small rules' lines may be.
+fn random_template_text(rng: &mut Rng) -> Vec<u32> {
+    const TEMPLATES: [&str; 10] = [
+        "Day # we go to the sea",
+        "At # the cat is fed",
+        "We saw # red birds",
+        "東京で一日旅 #",
+        "No number in this line",
+        "x# and y# are names",
+        "code(#) = x;",
+        "- I saw a dog at #:#.",
+        "ab #",
+        "A long line of words with a number # in it and more words after it",
+    ];
+    let mut text = String::new();
+    let chosen: Vec<&str> = (0..2 + rng.below(4)).map(|_| TEMPLATES[rng.below(TEMPLATES.len())]).collect();
+    let mut previous = String::new();
+    for _ in 0..rng.below(60) {
+        let line = if rng.below(10) == 0 {
+            previous.clone()
+        } else {
+            let template = chosen[rng.below(chosen.len())];
+            let mut line = String::new();
+            for (i, part) in template.split('#').enumerate() {
+                if i > 0 {
+                    line.push_str(&[rng.below(10), rng.below(1000), 7][rng.below(3)].to_string());
+                }
+                line.push_str(part);
+            }
+            line
+        };
+        text.push_str(&line);
+        text.push_str(["\n", " \n", "\n\n", "\nab\n"][rng.below(4)]);
+        previous = line;
+    }
+    if rng.below(2) == 0 {
+        text.pop();
+    }
+    units(&text)
+}
+
+#[test]
+fn detector_agrees_with_oracle_on_template_texts() {
+    with_each_build(agrees_with_oracle_on_template_texts);
+}
+
+fn agrees_with_oracle_on_template_texts() {
+    let mut rng = Rng(0x7E4D);
+    let mut found = 0;
+    for case in 0..2000 {
+        let text = random_template_text(&mut rng);
+        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
+        // The oracle tries every period up to `max_long_period`: the default rules on some texts.
+        let rules: &[&Rules] = if case % 20 == 0 { &[&SMALL_RULES, &DEFAULT_RULES] } else { &[&SMALL_RULES] };
+        for &rules in rules {
+            let expected = oracle::scan(&text, rules);
+            assert_eq!(scan_units(&text, rules), expected, "case {case}: {shown:?}");
+            assert_eq!(
+                feed_in_chunks(&text, rules, &mut rng),
+                oracle::first_held(&text, rules),
+                "chunked, case {case}: {shown:?}"
+            );
+            found += expected.iter().filter(|f| f.rule == Rule::TemplateLines).count();
+        }
+    }
+    assert!(found > 500, "template texts should reach the rule often, found {found}");
+}
+
+/// A model cycling through numbered items in no fixed order: found as `template_lines` at the
+/// streak's eighth line, the streak starting at the first item that recurs; trimmed to its first
+/// lines with the count of the rest.
+#[test]
+fn numbered_items_cycling_in_no_fixed_order_are_template_lines() {
+    let items = ["Water the plants in the morning.", "Feed the cat twice a day.", "Take the dog for a long walk."];
+    let order = [0, 1, 2, 1, 0, 2, 2, 1, 0, 1, 2, 0, 0, 1];
+    let text: String = order.iter().enumerate().map(|(n, &i)| format!("{}. {}\n", n + 1, items[i])).collect();
+    let found = scan_str(&text, &DEFAULT_RULES);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let f = &found[0];
+    let line_starts: Vec<u64> = std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i as u64 + 1)).collect();
+    assert_eq!((f.rule, f.start, f.repeats), (Rule::TemplateLines, line_starts[3], 11));
+    assert_eq!(f.block, units("4. Feed the cat twice a day."));
+    assert_eq!(f.detected_at, line_starts[11], "the streak's 8th line is item 11");
+    assert_eq!(f.end, text.chars().count() as u64);
+    let trimmed = trim_units(&units(&text), &DEFAULT_RULES, 2);
+    assert_eq!(trimmed.removals.len(), 1);
+    assert_eq!((trimmed.removals[0].start, trimmed.removals[0].repeats), (line_starts[5], 9));
+    // The same items, each once: no streak.
+    let once: String = items.iter().enumerate().map(|(n, item)| format!("{}. {item}\n", n + 1)).collect();
+    assert_eq!(scan_str(&once.repeat(2), &DEFAULT_RULES), []);
 }

@@ -365,6 +365,23 @@ macro_rules! with_thresholds {
                 tokens: MAX_SPAN_LIMIT,
                 small: 5,
             }
+
+            /// Lines a streak of template lines needs: numbered prose lines that each share the
+            /// template (numbers masked) of one of the 16 lines before, in or out of order.
+            template_min_lines: u32 {
+                least: 2,
+                most: MAX_SPAN_LIMIT,
+                // 8 lines: no hand-written file of the wide corpus and no clean answer holds such a
+                // streak, and the development sets' near-loops that no other rule finds hold it by
+                // unit 2,440 (benches/template_lines_candidate.py; docs/tuning.md).
+                default: 8,
+                // Off in effect: machine-generated tables (a locale's collation table, Perl's
+                // Unicode name list) are lines of a few templates with numbers changing.
+                conservative: MAX_SPAN_LIMIT,
+                // Off in effect, as `counter_min_lines`: ids 48-57 are no digits.
+                tokens: MAX_SPAN_LIMIT,
+                small: 4,
+            }
         }
     };
 }

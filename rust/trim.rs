@@ -3,7 +3,7 @@
 
 use crate::counters::cycle_lines_of;
 use crate::detector::scan_stored;
-use crate::extent::{extent, lines_from};
+use crate::extent::{extent, lines_from, template_streak_ends};
 use crate::finding::{CopyUnit, Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
@@ -83,6 +83,13 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
         // A copy of a counter streak is a whole cycle of its lines.
         Rule::CounterLines => {
             kept_lines(units, rules, finding, keep.saturating_mul(cycle_lines_of(&finding.block) as u64))
+        }
+        // A copy is a line of the streak: the lines it passes over between them stay with it.
+        Rule::TemplateLines => {
+            let ends = template_streak_ends(units, rules, finding);
+            let kept = keep.min(ends.len() as u64);
+            let kept_end = kept.checked_sub(1).map_or(finding.start, |last| ends[last as usize]);
+            (kept_end, ends.len() as u64 - kept)
         }
     }
 }

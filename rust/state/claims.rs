@@ -13,9 +13,10 @@ pub(super) struct Claim {
     end: u64,
     /// The periodic run that fired is still running: nothing new can be found until it breaks.
     run_running: bool,
-    /// The line streak that fired (of this rule) is the claim: each line that continues it
-    /// extends it.
-    streak: Option<Rule>,
+    /// The line streaks that fired and still run, a bit per rule code: each line that
+    /// continues one extends the claim. Several can run at once: a template streak passes over
+    /// the lines with no number in which another rule's streak may fire.
+    streaks: u8,
 }
 
 impl Claim {
@@ -38,11 +39,10 @@ impl Claim {
         self.run_running
     }
 
-    /// The rule of the line streak that fired, while it is the claim (its lines then matter
-    /// to it).
+    /// Whether a line streak that fired still runs (its lines then matter to the claim).
     #[inline]
-    pub fn streak(&self) -> Option<Rule> {
-        self.streak
+    pub fn streak_running(&self) -> bool {
+        self.streaks != 0
     }
 
     /// A finding fired at unit `x`: everything up to it is covered.
@@ -61,7 +61,7 @@ impl Claim {
     #[inline]
     pub fn streak_fired(&mut self, rule: Rule) {
         self.run_running = false;
-        self.streak = Some(rule);
+        self.streaks |= 1 << rule.code();
     }
 
     /// The run that fired still repeats at unit `x`.
@@ -86,20 +86,18 @@ impl Claim {
         }
     }
 
-    /// A line ending at the newline `x` continued the streak of `rule`: if that streak is the
-    /// claim, it covers the line.
+    /// A line ending at the newline `x` continued the streak of `rule`: if that streak fired,
+    /// the claim covers the line.
     #[inline]
     pub fn streak_continued_at(&mut self, x: u64, rule: Rule) {
-        if self.streak == Some(rule) {
+        if self.streaks & (1 << rule.code()) != 0 {
             self.end = x + 1;
         }
     }
 
-    /// The streak of `rule` is over: if it was the claim, the claim stops growing.
+    /// The streak of `rule` is over: if it fired, it no longer extends the claim.
     #[inline]
     pub fn streak_ended(&mut self, rule: Rule) {
-        if self.streak == Some(rule) {
-            self.streak = None;
-        }
+        self.streaks &= !(1 << rule.code());
     }
 }

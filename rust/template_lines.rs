@@ -1,0 +1,511 @@
+//! The template-lines rule, one line end at a time: lines drawn from a few templates that differ
+//! in their numbers, recurring in or out of order. A model cycling through five numbered
+//! activities, a prompt echoed again and again with its date changing, timestamped lines whose
+//! sentence keeps coming back: no two copies are alike, so the exact rules never hold.
+//!
+//! A *number* is a maximal run of ASCII digits that touches no letter inside its line
+//! (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a name is part of
+//! the name). A line's *template* is its content (trailing whitespace dropped) with each number
+//! masked, whatever its width. Only lines of [`MIN_UNITS`] units or more of content count:
+//! shorter ones are passed over, neither read nor remembered. A *numbered* line holds a number
+//! and fits `max_long_period` units (newline excluded), as a counter line does, so that it is
+//! whole in the window at its newline whatever the chunking.
+//!
+//! A numbered line *recurs* when a numbered line among the [`LOOKBACK`] lines before it shares
+//! its template, *inexactly* when its text equals none of them. A streak is numbered lines that
+//! each recur and are prose ([`is_prose`]); a numbered line that does not recur, or is not
+//! prose, ends it; lines with no number (or too short, blank, too long) neither continue nor end
+//! it. The rule holds at the first streak line where the streak has `template_min_lines` lines,
+//! at least [`LINES_PER_TEMPLATE`] lines per distinct template in it, and a line that recurs
+//! inexactly (exact recurrence is the exact rules' business). The finding is the streak's first
+//! line: `start` where it starts, `block` its content, `repeats` the streak's lines.
+//!
+//! What a line costs. A line of text holds no digit far more often than one (two thirds of the
+//! lines of the stdlib's source): one vector pass over the line sums its units that are no digit
+//! and counts them ([`Unit::non_digit_digest`]), and a line whose count is its length goes into
+//! the lookback as a line with no number. Lines of one template agree on that digest whatever
+//! their numbers, so a line with a digit is compared with the 16 lines before only through
+//! their digests (one vector compare of 16 keys); a line is read unit by unit (its template, its
+//! words) only when a key matches, or while a streak runs. A remembered line with a digit that
+//! would leave the window is copied out of it first.
+
+use crate::classes::{classify, is_whitespace, UnitClass};
+use crate::lanes::{Unit, LANES};
+use crate::rules::Rules;
+use crate::window::Window;
+
+/// The lines a numbered line is compared with: the latest lines of [`MIN_UNITS`] or more.
+pub const LOOKBACK: usize = 16;
+
+/// The shortest content (units, leading whitespace counted) a line must have to count.
+pub const MIN_UNITS: u64 = 6;
+
+/// A streak needs at least this many lines per distinct template in it, as `2 * lines >= 3 *
+/// templates`: a list that merely shares a numbered heading's template now and then has fewer.
+pub const LINES_PER_TEMPLATE: (u64, u64) = (3, 2);
+
+/// What a number is replaced with in a template: no code point.
+const MASK: u32 = u32::MAX;
+
+/// What the end of a line did to the streak of template lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateEvent {
+    /// The line continues the streak, or starts one (before it held, or after).
+    Continued,
+    /// The line ends the streak that was running.
+    Broken,
+    /// The streak just held ([`TemplateLines::first_line`], [`TemplateLines::lines`]).
+    Reached,
+}
+
+/// Whether a remembered line is prose, once a line recurred to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Prose {
+    Unknown,
+    No,
+    Yes,
+}
+
+/// A line of the lookback: where it starts, its content's length, and, for a line with a digit,
+/// its template's number, its prose (both known once a line recurred to it) and its copy once
+/// it had to leave the window.
+#[derive(Clone, Debug)]
+struct Remembered {
+    start: u64,
+    len: u64,
+    /// The template's number (0: not known yet; a line with no number never gets one).
+    template: u32,
+    prose: Prose,
+    copy: Option<Vec<u32>>,
+}
+
+impl Remembered {
+    fn units<T: Unit>(&self, window: &Window<T>, into: &mut Vec<u32>) {
+        into.clear();
+        match &self.copy {
+            Some(copy) => into.extend_from_slice(copy),
+            None => {
+                let (older, newer) = window.slices(self.start, self.start + self.len);
+                into.extend(older.iter().chain(newer).map(|&unit| unit.into()));
+            }
+        }
+    }
+}
+
+/// The streak of template lines the latest numbered lines belong to.
+#[derive(Clone, Debug)]
+struct Streak {
+    lines: u64,
+    /// The distinct templates among its lines (at most [`LOOKBACK`]: a line's template is one
+    /// of the lookback's, so a template first seen inside the streak was in the lookback of its
+    /// first line).
+    templates: Vec<u32>,
+    inexact: bool,
+    reached: bool,
+    first_start: u64,
+    first_line: Vec<u32>,
+}
+
+#[derive(Clone, Debug)]
+pub struct TemplateLines {
+    rules: Rules,
+    lookback: [Remembered; LOOKBACK],
+    /// The keys of the lookback's lines (see [`key`]), beside them for one vector compare.
+    keys: [u32; LOOKBACK],
+    /// Bit `i`: `lookback[i]` holds a digit (it may be numbered).
+    with_digit: u32,
+    /// The slot the next line goes in.
+    next: usize,
+    /// Where the oldest remembered line with a digit not copied yet may start (a lower bound;
+    /// `u64::MAX`: none): what `before_append` compares with.
+    uncopied_from: u64,
+    streak: Option<Streak>,
+    templates_made: u32,
+    /// Scratch: the line being read, a remembered line, and their templates.
+    line: Vec<u32>,
+    other: Vec<u32>,
+    line_template: Vec<u32>,
+    other_template: Vec<u32>,
+}
+
+impl TemplateLines {
+    pub fn new(rules: &Rules) -> TemplateLines {
+        let empty = Remembered { start: 0, len: 0, template: 0, prose: Prose::Unknown, copy: None };
+        TemplateLines {
+            rules: *rules,
+            lookback: std::array::from_fn(|_| empty.clone()),
+            keys: [0; LOOKBACK],
+            with_digit: 0,
+            next: 0,
+            uncopied_from: u64::MAX,
+            streak: None,
+            templates_made: 0,
+            line: Vec::new(),
+            other: Vec::new(),
+            line_template: Vec::new(),
+            other_template: Vec::new(),
+        }
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        let copies: usize = self.lookback.iter().filter_map(|line| line.copy.as_ref()).map(Vec::capacity).sum();
+        let scratch = self.line.capacity()
+            + self.other.capacity()
+            + self.line_template.capacity()
+            + self.other_template.capacity();
+        let first = self.streak.as_ref().map_or(0, |streak| streak.first_line.capacity() + streak.templates.capacity());
+        (copies + scratch + first) * std::mem::size_of::<u32>()
+    }
+
+    /// The streak's lines so far.
+    pub fn lines(&self) -> u64 {
+        self.streak.as_ref().map_or(0, |streak| streak.lines)
+    }
+
+    /// Where the streak's first line starts, and its content.
+    pub fn first_line(&self) -> (u64, Vec<u32>) {
+        let streak = self.streak.as_ref().expect("a streak runs when it holds");
+        (streak.first_start, streak.first_line.clone())
+    }
+
+    /// Before units are appended to `window`: copies the remembered lines with a digit that
+    /// would leave it (`leaving` is the first position still held after the append). Inlined:
+    /// nearly always no such line is leaving (one compare).
+    #[inline(always)]
+    pub fn before_append<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
+        if self.uncopied_from < leaving {
+            self.copy_leaving(window, leaving);
+        }
+    }
+
+    #[inline(never)]
+    fn copy_leaving<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {
+        self.uncopied_from = u64::MAX;
+        for (i, line) in self.lookback.iter_mut().enumerate() {
+            if self.with_digit & (1 << i) == 0 || line.copy.is_some() {
+                continue;
+            }
+            if line.start < leaving {
+                let mut copy = Vec::new();
+                line.units(window, &mut copy);
+                line.copy = Some(copy);
+            } else {
+                self.uncopied_from = self.uncopied_from.min(line.start);
+            }
+        }
+    }
+
+    /// The non-blank line from `start`, whose content is `content_len` units, ended at the
+    /// newline `x`: what it did to the streak, if one was running or it started one.
+    #[inline(always)]
+    pub fn on_line<T: Unit>(
+        &mut self,
+        start: u64,
+        content_len: u64,
+        x: u64,
+        window: &Window<T>,
+    ) -> Option<TemplateEvent> {
+        if content_len < MIN_UNITS {
+            return None;
+        }
+        if x - start > u64::from(self.rules.max_long_period) {
+            self.remember(start, content_len, None);
+            return None;
+        }
+        let digest = non_digit_digest(window, start, content_len);
+        if digest >> 32 == content_len {
+            // No digit: no number.
+            self.remember(start, content_len, None);
+            return None;
+        }
+        let key = key(digest);
+        let matches = self.key_matches(key);
+        if matches == 0 && self.streak.is_none() {
+            // It may be numbered, but it recurs to no line and no streak runs: it changes
+            // nothing yet, and is read if a later line's key matches its own.
+            self.remember(start, content_len, Some(key));
+            return None;
+        }
+        self.read_line(start, content_len, key, matches, window)
+    }
+
+    /// The slots of the lookback whose line has a digit and the key `key`.
+    #[inline(always)]
+    fn key_matches(&self, key: u32) -> u32 {
+        let equal = self.keys.iter().enumerate().fold(0u32, |bits, (i, &k)| bits | (u32::from(k == key) << i));
+        equal & self.with_digit
+    }
+
+    /// Puts the line in the lookback, in place of its oldest line (`key`: it holds a digit).
+    #[inline(always)]
+    fn remember(&mut self, start: u64, len: u64, key: Option<u32>) -> usize {
+        let slot = self.next;
+        self.next = if slot + 1 == LOOKBACK { 0 } else { slot + 1 };
+        let line = &mut self.lookback[slot];
+        (line.start, line.len, line.template, line.prose) = (start, len, 0, Prose::Unknown);
+        line.copy = None;
+        match key {
+            Some(key) => {
+                self.keys[slot] = key;
+                self.with_digit |= 1 << slot;
+                self.uncopied_from = self.uncopied_from.min(start);
+            }
+            None => self.with_digit &= !(1 << slot),
+        }
+        slot
+    }
+
+    /// A line with a digit whose key matches a remembered line's, or read while a streak runs:
+    /// reads it, and the remembered lines its key matches.
+    #[inline(never)]
+    fn read_line<T: Unit>(
+        &mut self,
+        start: u64,
+        content_len: u64,
+        key: u32,
+        matches: u32,
+        window: &Window<T>,
+    ) -> Option<TemplateEvent> {
+        let mut line = std::mem::take(&mut self.line);
+        let mut line_template = std::mem::take(&mut self.line_template);
+        let mut other = std::mem::take(&mut self.other);
+        let mut other_template = std::mem::take(&mut self.other_template);
+        line.clear();
+        let (older, newer) = window.slices(start, start + content_len);
+        line.extend(older.iter().chain(newer).map(|&unit| unit.into()));
+        let numbered = template_of(&line, &mut line_template);
+        // The remembered line it recurs to (the latest of its template), and whether its text
+        // equals one of them.
+        let mut recurs_to = None;
+        let mut exact = false;
+        if numbered {
+            for back in 1..=LOOKBACK {
+                let slot = (self.next + LOOKBACK - back) % LOOKBACK;
+                if matches & (1 << slot) == 0 {
+                    continue;
+                }
+                self.lookback[slot].units(window, &mut other);
+                if !template_of(&other, &mut other_template) || other_template != line_template {
+                    continue;
+                }
+                exact |= other == line;
+                recurs_to.get_or_insert(slot);
+            }
+        }
+        let event = match recurs_to {
+            _ if !numbered => None,
+            None => self.streak.take().map(|_| TemplateEvent::Broken),
+            Some(slot) => {
+                let prose = match self.lookback[slot].prose {
+                    Prose::Unknown => {
+                        if is_prose(&line) {
+                            Prose::Yes
+                        } else {
+                            Prose::No
+                        }
+                    }
+                    known => known,
+                };
+                if self.lookback[slot].template == 0 {
+                    self.templates_made += 1;
+                    self.lookback[slot].template = self.templates_made;
+                }
+                self.lookback[slot].prose = prose;
+                let template = self.lookback[slot].template;
+                let event = if prose == Prose::Yes {
+                    Some(self.continue_streak(start, &line, template, !exact))
+                } else {
+                    self.streak.take().map(|_| TemplateEvent::Broken)
+                };
+                let new = self.remember(start, content_len, Some(key));
+                (self.lookback[new].template, self.lookback[new].prose) = (template, prose);
+                (self.line, self.line_template, self.other, self.other_template) =
+                    (line, line_template, other, other_template);
+                return event;
+            }
+        };
+        if numbered {
+            self.remember(start, content_len, Some(key));
+        } else {
+            self.remember(start, content_len, None);
+        }
+        (self.line, self.line_template, self.other, self.other_template) = (line, line_template, other, other_template);
+        event
+    }
+
+    /// A prose line of template `template` that recurs (`inexact`: its text is new) goes on with
+    /// the streak, or starts one.
+    fn continue_streak(&mut self, start: u64, line: &[u32], template: u32, inexact: bool) -> TemplateEvent {
+        let streak = self.streak.get_or_insert_with(|| Streak {
+            lines: 0,
+            templates: Vec::new(),
+            inexact: false,
+            reached: false,
+            first_start: start,
+            first_line: line.to_vec(),
+        });
+        streak.lines += 1;
+        if !streak.templates.contains(&template) {
+            streak.templates.push(template);
+        }
+        streak.inexact |= inexact;
+        let (per, of) = LINES_PER_TEMPLATE;
+        let holds = streak.lines >= u64::from(self.rules.template_min_lines)
+            && of * streak.lines >= per * streak.templates.len() as u64
+            && streak.inexact;
+        if holds && !streak.reached {
+            streak.reached = true;
+            TemplateEvent::Reached
+        } else {
+            TemplateEvent::Continued
+        }
+    }
+}
+
+/// The sum of a line's units that are no ASCII digit plus their count times 2^32, from the
+/// window 16 units at a time: lines of one template agree on it.
+#[inline(always)]
+fn non_digit_digest<T: Unit>(window: &Window<T>, start: u64, len: u64) -> u64 {
+    let mut slot = window.slot(start);
+    let mut left = len as usize;
+    let mut digest = 0u64;
+    while left > 0 {
+        let n = left.min(LANES);
+        digest = digest.wrapping_add(T::non_digit_digest(window.lanes_back(slot, 0), n));
+        slot = window.slot_after(slot, n);
+        left -= n;
+    }
+    digest
+}
+
+/// A line's key: its digest, mixed into 32 bits.
+#[inline(always)]
+fn key(digest: u64) -> u32 {
+    (digest.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
+}
+
+fn is_digit(unit: u32) -> bool {
+    unit.wrapping_sub(u32::from(b'0')) < 10
+}
+
+fn is_letter(unit: u32) -> bool {
+    classify(unit) == UnitClass::Letter
+}
+
+/// Writes the template of `line` (its numbers masked) into `template`; whether it holds a number.
+pub(crate) fn template_of(line: &[u32], template: &mut Vec<u32>) -> bool {
+    template.clear();
+    let mut numbered = false;
+    let mut i = 0;
+    while i < line.len() {
+        if !is_digit(line[i]) {
+            template.push(line[i]);
+            i += 1;
+            continue;
+        }
+        let run = i;
+        while i < line.len() && is_digit(line[i]) {
+            i += 1;
+        }
+        let touches_letter = (run > 0 && is_letter(line[run - 1])) || (i < line.len() && is_letter(line[i]));
+        if touches_letter {
+            template.extend_from_slice(&line[run..i]);
+        } else {
+            template.push(MASK);
+            numbered = true;
+        }
+    }
+    numbered
+}
+
+/// Whether a line reads as prose: six or more CJK, kana or hangul units, or at least three
+/// words with at most one other token per three words (numbers and list marks are neither).
+/// A word is letters, with `'`, `’` or `-` between them, between opening and closing
+/// punctuation: at least two letters (or `a`, `A`, `I`), no camel case (a name), and no `:` at
+/// its end unless it ends the line (`key:` is a field). Digits never sit in a word, and a token
+/// that is a number stays one whatever its digits' count, so lines of one template agree.
+pub(crate) fn is_prose(line: &[u32]) -> bool {
+    let wide = line.iter().filter(|&&u| matches!(u, 0x3040..=0x30ff | 0x3400..=0x9fff | 0xac00..=0xd7af)).count();
+    if wide >= 6 {
+        return true;
+    }
+    let tokens: Vec<&[u32]> = line.split(|&u| is_whitespace(u)).filter(|token| !token.is_empty()).collect();
+    let (mut words, mut others) = (0u64, 0u64);
+    for (i, token) in tokens.iter().enumerate() {
+        if is_word(token, i + 1 == tokens.len()) {
+            words += 1;
+        } else if !is_number_token(token) && !is_mark(token) {
+            others += 1;
+        }
+    }
+    words >= 3 && 3 * others <= words
+}
+
+fn is_any(unit: u32, of: &str) -> bool {
+    char::from_u32(unit).is_some_and(|c| of.contains(c))
+}
+
+fn is_word(token: &[u32], last: bool) -> bool {
+    let lead = token.iter().take_while(|&&u| is_any(u, "([\"'*_`")).count();
+    let trail = token[lead..].iter().rev().take_while(|&&u| is_any(u, ")]\"'*_`.,;:!?")).count();
+    let core = &token[lead..token.len() - trail];
+    let letters = core.iter().filter(|&&u| is_letter(u)).count();
+    let joined = !core.is_empty()
+        && is_letter(core[0])
+        && is_letter(core[core.len() - 1])
+        && core.windows(2).all(|pair| is_letter(pair[0]) || is_letter(pair[1]))
+        && core.iter().all(|&u| is_letter(u) || is_any(u, "'’-"));
+    let camel = token.windows(2).any(|pair| {
+        char::from_u32(pair[0]).is_some_and(|c| c.is_ascii_lowercase())
+            && char::from_u32(pair[1]).is_some_and(|c| c.is_ascii_uppercase())
+    });
+    let short_word = matches!(token, [u] if is_any(*u, "aAI"));
+    joined && (letters >= 2 || short_word) && !camel && (last || token.last() != Some(&u32::from(b':')))
+}
+
+fn is_number_token(token: &[u32]) -> bool {
+    let lead = token.iter().take_while(|&&u| is_any(u, "([#$")).count();
+    let rest = &token[lead..];
+    let Some((&first, rest)) = rest.split_first() else { return false };
+    let body = rest.iter().take_while(|&&u| is_digit(u) || is_any(u, ".,:/%-")).count();
+    is_digit(first) && rest[body..].iter().all(|&u| is_any(u, ")].,;:!?"))
+}
+
+fn is_mark(token: &[u32]) -> bool {
+    const MARKS: [&str; 10] = ["-", "*", "+", "|", ">", "#", "##", "###", "—", "–"];
+    MARKS.iter().any(|mark| mark.chars().map(u32::from).eq(token.iter().copied()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn units(s: &str) -> Vec<u32> {
+        s.chars().map(u32::from).collect()
+    }
+
+    fn template(s: &str) -> Option<Vec<u32>> {
+        let mut out = Vec::new();
+        template_of(&units(s), &mut out).then_some(out)
+    }
+
+    #[test]
+    fn numbers_touch_no_letter() {
+        assert_eq!(template("Lisbon on 21 March"), template("Lisbon on 3 March"));
+        assert_eq!(template("shHereDoc09 is a name"), None);
+        assert_eq!(template("x1 and 3rd and 第3章"), None);
+        assert_ne!(template("Step 1: go"), template("Step 1. go"));
+        assert_eq!(template("12:30 then 1.5"), template("9:05 then 10.25"));
+    }
+
+    #[test]
+    fn what_is_prose() {
+        assert!(is_prose(&units("3. Check the server's response to identify the type.")));
+        assert!(is_prose(&units("<strong>1. 東京で一日旅</strong>")));
+        assert!(!is_prose(&units("Classifier: Programming Language :: Python :: 3.8")));
+        assert!(!is_prose(&units("self.assertEqual(value, 12)")));
+        assert!(!is_prose(&units("camelCase fooBar and more")), "names are no words");
+        assert!(is_prose(&units("- I saw a dog at 12:30.")));
+        assert!(!is_prose(&units("name: value here")), "`name:` mid-line is a field: two words");
+    }
+}
