@@ -36,7 +36,9 @@ __version__: Final[str]
 DEFAULT_KEEP: Final[int]
 """Copies of each repeated block that ``trim`` keeps by default (3)."""
 
-RuleName = Literal["periodic_run", "long_block", "identical_lines", "counter_lines"]
+RuleName = Literal[
+    "periodic_run", "long_block", "identical_lines", "counter_lines", "template_lines"
+]
 
 RULE_NAMES: Final[tuple[RuleName, ...]]
 """Every rule's name in code order: the rule column of ``scan_utf8_columns`` holds indexes into
@@ -168,6 +170,23 @@ class Rules:
     ``_``, ``|>``) is no code in a counter template: the llama.cpp#19585 cycle
     (tests/data/llama_cpp_19585_loop.txt) needs 16 lines.
 
+    Lines drawn from a few templates that differ in their numbers, recurring in or out of order
+    (a model cycling through numbered items, an echoed prompt whose date changes), are reported
+    as ``template_lines``. A line is read if its content (trailing whitespace ignored) has 6
+    units or more; it counts if it is at most ``max_long_period`` units long and holds a number:
+    a run of ASCII digits with no letter right before or after it (``on 21 March`` holds one;
+    ``x1``, ``3rd``, ``shHereDoc09`` none). Its template is its content with each number masked,
+    whatever the number's width. A line that counts continues a streak (or starts one) when a
+    line that counts among the 16 lines read before it shares its template and it reads as
+    prose: three words or more and at most one other token per three words (list marks and
+    number tokens are neither; a camel-case name or a ``key:`` mid-line is no word), or six
+    CJK chars; one that does not ends the streak. Lines not read, and lines read that do not
+    count (no number, too long), neither continue nor end it. A streak is found once it has
+    ``template_min_lines`` lines (``template_min_lines=8``), at least 1.5 lines per template
+    among them, and a line that differs from each of the 16 read before it (a line repeated as
+    it is belongs to ``identical_lines``); ``block`` is its first line, ``repeats`` counts its
+    lines. ``conservative()`` and ``for_tokens()`` turn the rule off in effect (see there).
+
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
 
@@ -198,6 +217,7 @@ class Rules:
         code_counter_span: int = 0,
         payload_span: int = 4096,
         data_counter_min_lines: int = 64,
+        template_min_lines: int = 8,
     ) -> Self: ...
     @staticmethod
     def conservative() -> Rules:
@@ -209,7 +229,9 @@ class Rules:
         ``whitespace_min_span=2048``), a table row 4,096 (``table_span=4096``); counter templates
         of words 16 lines or 640 units (``counter_span=640``), of code 40 lines or 1,600 units
         (``code_counter_min_lines=40``, ``code_counter_span=1600``), of data 320 lines
-        (``data_counter_min_lines=320``); words and payloads as the defaults."""
+        (``data_counter_min_lines=320``); words and payloads as the defaults. The template rule
+        is off in effect (``template_min_lines=2**24``): lines of machine-generated files, such
+        as locale collation tables and Unicode name lists, recur by template."""
     @staticmethod
     def for_tokens() -> Rules:
         """The preset for token ids (``TokenDetector``, ``TokenStreams``, the engine
@@ -221,7 +243,8 @@ class Rules:
         128 tokens in any case (``min_span=128``, ``code_min_span=128``; 240 for one id
         repeated, ``single_char_min_span=240``); 1536 tokens at most per block
         (``max_long_period=1536``, 13 KiB per stream for ids below 65,536). The counter rule is
-        off in effect (``counter_min_lines=2**24``): token ids 48-57 are no digits. Measured on
+        off in effect (``counter_min_lines=2**24``), and so is the template rule
+        (``template_min_lines=2**24``): token ids 48-57 are no digits. Measured on
         SmolLM2's tokenizer (``benches/tune_tokens.py``, docs/tuning.md): every line and piece
         of real model answers is found in time, every SmolLM2 loop, no clean output."""
     @property
@@ -264,6 +287,8 @@ class Rules:
     def payload_span(self) -> int: ...
     @property
     def data_counter_min_lines(self) -> int: ...
+    @property
+    def template_min_lines(self) -> int: ...
     def required_span(self, block: str) -> int:
         """The span (units from the start of the first copy) at which ``block``, repeated back to
         back at the start of a text, becomes a finding. Raises ``ValueError`` for an empty block."""
@@ -289,25 +314,28 @@ class Finding:
         """Which rule found it."""
     @property
     def period(self) -> int:
-        """Units in one copy of the block (for ``identical_lines`` and ``counter_lines``: the
-        (first) line without its newline and trailing whitespace; for a cycle of counter lines,
-        its first cycle of lines joined by newlines)."""
+        """Units in one copy of the block (for ``identical_lines``, ``counter_lines`` and
+        ``template_lines``: the (first) line without its newline and trailing whitespace; for a
+        cycle of counter lines, its first cycle of lines joined by newlines)."""
     @property
     def block(self) -> str:
         """One copy of the repeated block (for ``identical_lines``, the line; for
         ``counter_lines``, the first line, or the first cycle's lines joined by newlines, each
-        without trailing whitespace; a line longer than
+        without trailing whitespace; for ``template_lines``, the streak's first line without
+        trailing whitespace, the other lines differing from it in their numbers or their
+        template; a line longer than
         the detector's window, 15,362 units at the defaults, is given by the part of it the
         window holds at the newline: its last ``window - 1 - w`` units, ``w`` being the trailing
         whitespace)."""
     @property
     def start(self) -> int:
-        """Offset where the first copy starts (for ``identical_lines`` and ``counter_lines``,
-        the first line)."""
+        """Offset where the first copy starts (for ``identical_lines``, ``counter_lines`` and
+        ``template_lines``, the first line)."""
     @property
     def repeats(self) -> int:
         """Full copies (or lines): those seen when the rule first held (streaming), or every one
-        in the region (offline scan)."""
+        in the region (offline scan). For ``template_lines``, the streak's lines: the lines
+        between them that it passes over (blank, short, without a number) do not count."""
     @property
     def detected_at(self) -> int:
         """Units seen when the rule first held: ``text[start:detected_at]`` is the evidence."""

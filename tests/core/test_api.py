@@ -38,6 +38,7 @@ FIELDS = [
     "code_counter_span",
     "payload_span",
     "data_counter_min_lines",
+    "template_min_lines",
 ]
 
 
@@ -85,8 +86,9 @@ def test_rules_defaults_are_readable_and_round_trip() -> None:
 
 def test_the_conservative_preset_differs_only_where_model_output_is_not_the_input() -> None:
     """``Rules.conservative()`` asks more of every class that is not words, and of counter
-    templates (spans of units, and more lines of code and data); words, lines of words, counter
-    templates of words by their lines and the payload bound are the defaults'."""
+    templates (spans of units, and more lines of code and data), and turns the template rule off
+    in effect; words, lines of words, counter templates of words by their lines and the payload
+    bound are the defaults'."""
     default, conservative = Rules().to_dict(), Rules.conservative().to_dict()
     raised = {k for k in FIELDS if conservative[k] != default[k]}
     assert raised == {
@@ -99,6 +101,7 @@ def test_the_conservative_preset_differs_only_where_model_output_is_not_the_inpu
         "code_counter_min_lines",
         "code_counter_span",
         "data_counter_min_lines",
+        "template_min_lines",
     }
     assert all(conservative[k] > default[k] for k in raised)
     assert Rules(**conservative) == Rules.conservative()
@@ -182,6 +185,11 @@ _LONG = (
     "Then a heron lands near the quiet pond where frogs sing all night long in June. "
 )
 _GAPS = random.Random(7)
+_ITEMS = [
+    "Water the plants in the morning.",
+    "Feed the cat twice a day.",
+    "Take the dog for a long walk.",
+]
 RULE_TEXTS = {
     "periodic_run": "Intro\n" + "loadTools. " * 30,
     "long_block": "Intro\n" + _LONG * 8,
@@ -190,6 +198,10 @@ RULE_TEXTS = {
         "The answer is still the same line.\n" + "\n" * _GAPS.randrange(3) for _ in range(30)
     ),
     "counter_lines": "Intro\n" + "".join(f"{i}. test.py\n" for i in range(1, 60)),
+    # Three numbered items in turn: item 4 recurs from item 1 (its template, another number),
+    # and the rule holds at item 11 (8 lines, 3 templates); 12 lines are too few for a counter
+    # cycle of words (16).
+    "template_lines": "Intro\n" + "".join(f"{i}. {_ITEMS[(i - 1) % 3]}\n" for i in range(1, 13)),
 }
 
 

@@ -24,7 +24,13 @@ def test_rule_names_are_the_codes_of_the_columns() -> None:
     expected = [(row, f.rule) for row, fs in enumerate(_core.scan_many(texts)) for f in fs]
     assert len(expected) >= 2
     assert [(row, _core.RULE_NAMES[code]) for row, code in zip(rows, codes)] == expected
-    assert _core.RULE_NAMES == ("periodic_run", "long_block", "identical_lines", "counter_lines")
+    assert _core.RULE_NAMES == (
+        "periodic_run",
+        "long_block",
+        "identical_lines",
+        "counter_lines",
+        "template_lines",
+    )
 
 
 RULE_FIELDS = list(_core.Rules().to_dict())

@@ -28,6 +28,7 @@ from support.oracle import (
     oracle_stream,
     plain,
     rstrip_whitespace,
+    template_streaks,
 )
 
 SMALL = Rules(
@@ -50,6 +51,7 @@ SMALL = Rules(
     code_counter_min_lines=4,
     code_counter_span=30,
     data_counter_min_lines=5,
+    template_min_lines=4,
 )
 
 MEDIUM = Rules(
@@ -72,6 +74,7 @@ MEDIUM = Rules(
     code_counter_min_lines=5,
     code_counter_span=80,
     data_counter_min_lines=6,
+    template_min_lines=6,
 )
 
 DEFAULT = Rules()
@@ -281,6 +284,115 @@ def counter_texts(draw: st.DrawFn) -> str:
 
 COUNTER_TEXTS = counter_texts()
 
+# Prose templates of the template rule (each `{n}` a number): words with a number in each, most
+# short enough to fit SMALL's max_long_period (40), one that does not; numbers with a width
+# (`{n}.{n}`), lone `a` and `I`, a list mark, a heading, emphasis, quotes, apostrophes straight
+# and curly, a hyphen, a `key:` that ends the line, a name among three words (one other token
+# per three words is prose), Cyrillic, CJK (six chars of it are prose).
+TEMPLATE_PROSE = [
+    "Day {n}: visit the old temple.",
+    "Step {n}. Check the server's logs.",
+    "On {n} March we met in Lisbon.",
+    "- Item {n}: buy fresh bread",
+    "I saw {n} cats, a dog and I ran",
+    "**Note {n}:** it's late again",
+    "## Part {n} of the long story",
+    "Version {n}.{n} is out with fixes",
+    '"Hello" said the bot {n} times',
+    "It’s day {n} of a well-known trip",
+    "Item {n} has the key:",
+    "the cat x1 ran {n}",
+    "Строка номер {n} снова здесь",
+    "会议第 {n} 次在北京举行了讨论",
+    "北京举行会议 {n}",
+    "Day {n}: visit the old temple and walk by the river.",
+]
+# Numbered lines that are no prose (code, a table row, a list of numbers, fields, names, five
+# CJK chars where six are prose; `x = {n};` has 6 units): each ends a streak.
+TEMPLATE_BREAKERS = [
+    "x = {n};",
+    "x = {n}; y = {n};",
+    "| {n} | {n} |",
+    "{n}, {n}, {n}, {n}",
+    "key: {n} id: {n} ok",
+    "callMe({n}) now",
+    "the x1 y2 cat ran {n}",
+    "北京举行会 {n}",
+]
+# Considered lines without a number (digits inside names and words are none): they take a place
+# among the 16 lines a line recurs from, and neither continue nor end a streak.
+TEMPLATE_UNNUMBERED = [
+    "Nothing to report here.",
+    "See the notes x1 and y2.",
+    "第3章 开始了新的故事",
+    "The 3rd call failed again",
+    "Almost done now",
+]
+# Lines of fewer than 6 units (trailing whitespace aside), passed over entirely.
+TEMPLATE_SHORT = ["ok 1", "12", "a 3 b", "  7  ", "x = 5", "x", ""]
+
+
+def fill(template: str, numbers: list[str]) -> str:
+    for number in numbers:
+        template = template.replace("{n}", number, 1)
+    return template
+
+
+@st.composite
+def template_texts(draw: st.DrawFn) -> str:
+    """Lines drawn from two to four prose templates (``TEMPLATE_PROSE``) in random order or in
+    turn, their numbers random (often equal: a line then repeats one before it exactly, which
+    is no inexact recurrence), counting up (items numbered in turn, which the counter rule may
+    also take) or of a fixed width, with blank lines, short lines, lines without a number,
+    numbered lines that are no prose, bursts of unnumbered lines that push a template out of
+    the 16 lines a line recurs from, trailing whitespace, and maybe a last line without a
+    newline."""
+    out = []
+    for _ in range(draw(st.integers(1, 2))):
+        templates = draw(
+            st.lists(st.sampled_from(TEMPLATE_PROSE), min_size=2, max_size=4, unique=True)
+        )
+        in_turn, counting = draw(st.booleans()), draw(st.booleans())
+        top = draw(st.sampled_from([3, 40, 500]))
+        width = draw(st.sampled_from([0, 0, 2, 3]))
+        item = draw(st.integers(0, top))
+        for i in range(draw(st.integers(0, 28))):
+            kind = draw(
+                st.sampled_from(
+                    ["template"] * 12 + ["blank", "short", "unnumbered", "breaker", "burst"]
+                )
+            )
+            if kind == "template":
+                template = (
+                    templates[i % len(templates)] if in_turn else draw(st.sampled_from(templates))
+                )
+                first = item if counting else draw(st.integers(0, top))
+                item += 1
+                rest = draw(st.lists(st.integers(0, 9), min_size=2, max_size=2))
+                numbers = [f"{n:0{width}d}" if width else str(n) for n in [first, *rest]]
+                line = fill(template, numbers)
+            elif kind == "blank":
+                line = draw(st.sampled_from(["", " ", "\t"]))
+            elif kind == "short":
+                line = draw(st.sampled_from(TEMPLATE_SHORT))
+            elif kind == "unnumbered":
+                line = draw(st.sampled_from(TEMPLATE_UNNUMBERED))
+            elif kind == "breaker":
+                line = fill(draw(st.sampled_from(TEMPLATE_BREAKERS)), ["4", "17", "4", "2"])
+            else:
+                burst = draw(
+                    st.lists(st.sampled_from(TEMPLATE_UNNUMBERED), min_size=8, max_size=18)
+                )
+                line = "\n".join(burst)
+            out.append(line + draw(st.sampled_from(["\n", "\n", "\n", " \n", "\n\n"])))
+    if draw(st.booleans()):
+        last = fill(draw(st.sampled_from(TEMPLATE_PROSE + ["ok", "Almost"])), ["5", "6", "7"])
+        out.append(last + draw(st.sampled_from(["", " "])))
+    return "".join(out)
+
+
+TEMPLATE_TEXTS = template_texts()
+
 
 @st.composite
 def small_rules(draw: st.DrawFn) -> Rules:
@@ -307,6 +419,7 @@ def small_rules(draw: st.DrawFn) -> Rules:
         code_counter_min_lines=draw(st.integers(2, 6)),
         code_counter_span=draw(st.integers(0, 60)),
         data_counter_min_lines=draw(st.integers(2, 8)),
+        template_min_lines=draw(st.integers(2, 10)),
     )
 
 
@@ -392,6 +505,29 @@ def test_scan_equals_oracle_on_counter_texts_random_rules(rules: Rules, text: st
     check_against_oracle(text, rules)
 
 
+@FAST
+@given(text=TEMPLATE_TEXTS)
+def test_scan_equals_oracle_on_template_texts(text: str) -> None:
+    check_against_oracle(text, SMALL)
+
+
+@FAST
+@given(rules=small_rules(), long_lines=st.booleans(), text=TEMPLATE_TEXTS)
+def test_scan_equals_oracle_on_template_texts_random_rules(
+    rules: Rules, long_lines: bool, text: str
+) -> None:
+    if long_lines:
+        # Most templates' lines are 16 to 40 units long: let them fit, whatever was drawn.
+        rules = Rules(**{**rules.to_dict(), "max_long_period": 64})
+    check_against_oracle(text, rules)
+
+
+@SLOW
+@given(text=TEMPLATE_TEXTS)
+def test_scan_equals_oracle_on_template_texts_default_rules(text: str) -> None:
+    check_against_oracle(text, DEFAULT)
+
+
 @SLOW
 @given(text=looped_texts("a\ud800 \n\udfff"))
 def test_scan_equals_oracle_with_lone_surrogates(text: str) -> None:
@@ -424,6 +560,8 @@ def _reaches(strategy: st.SearchStrategy[str], rules: Rules, rule: str) -> str:
         (UNICODE_TEXTS, SMALL, "periodic_run"),
         (UNICODE_TEXTS, SMALL, "identical_lines"),
         (COUNTER_TEXTS, SMALL, "counter_lines"),
+        (TEMPLATE_TEXTS, SMALL, "template_lines"),
+        (TEMPLATE_TEXTS, DEFAULT, "template_lines"),
     ],
 )
 def test_generators_reach_the_rules(
@@ -483,6 +621,20 @@ def test_any_chunking_gives_scan_findings(case: tuple[str, list[int]]) -> None:
         event(f"chunked: {f.rule}")
 
 
+@FAST
+@given(rules=st.sampled_from([SMALL, DEFAULT]), case=text_and_cuts(TEMPLATE_TEXTS))
+def test_any_chunking_of_template_texts_gives_the_oracles_findings(
+    rules: Rules, case: tuple[str, list[int]]
+) -> None:
+    text, cuts = case
+    detector = feed_in_pieces(text, cuts, rules)
+    expected = oracle_stream(rules, text)
+    assert [plain(f) for f in detector.findings] == expected, f"text={text!r} cuts={sorted(cuts)}"
+    assert [first_held(f) for f in detector.findings] == [first_held(f) for f in scan(text, rules)]
+    for f in expected:
+        event(f"chunked: {f.rule}")
+
+
 @SLOW
 @given(case=text_and_cuts(DEFAULT_FRAGMENTS))
 def test_any_chunking_gives_scan_findings_default_rules(case: tuple[str, list[int]]) -> None:
@@ -535,22 +687,39 @@ def check_trim(text: str, keep: int, rules: Rules) -> None:
         assert r.repeats >= 1
         assert r.finding in findings
         f = plain(r.finding)
-        if f.rule == "identical_lines":
+        candidate = candidate_of(f, candidates)
+        if f.rule == "template_lines":
+            # The first ``keep`` lines of the streak are kept (with the lines it passed over
+            # between them); the removal counts the streak's lines after them.
+            (streak,) = [s for s in template_streaks(rules, text) if s.lines[0].start == f.start]
+            copies = len(streak.lines) + streak.tail
+            assert keep < copies, (r, copies)
+            assert r.start == streak.lines[keep - 1].end, (r, streak)
+            assert r.repeats == copies - keep, (r, copies)
+        elif loopbreak.RULE_INFO[f.rule].copy == "line":
+            # The first ``keep`` copies are kept: lines, or cycles of lines of a counter streak.
             kept = text[f.start : r.start]
             assert kept.endswith("\n")
             lines = [rstrip_whitespace(line) for line in kept[:-1].split("\n")]
-            assert [line for line in lines if line] == [f.block] * keep, kept
+            nonblank = [line for line in lines if line]
+            if f.rule == "identical_lines":
+                assert nonblank == [f.block] * keep, kept
+            else:
+                assert len(nonblank) == keep * (f.block.count("\n") + 1), kept
         else:
             assert r.start == f.start + keep * f.period
             assert text[f.start : r.start] == f.block * keep
         # The removal reaches the end of the repetition: the maximal periodic run, or the last
         # line of the streak, plus (at the very end of the text) blank lines and an unterminated
-        # last line that is a cut-short copy.
-        region_end = candidate_of(f, candidates).region_end
+        # last line that is a cut-short copy (identical lines) or one more line (counter and
+        # template lines, which the region takes whole).
+        region_end = candidate.region_end
         if f.rule == "identical_lines" and r.end != region_end:
             *blanks, last = text[region_end : r.end].split("\n")
             assert r.end == len(text) and all(not rstrip_whitespace(b) for b in blanks), r
             assert f.block.startswith(last) or rstrip_whitespace(last) == f.block, (r, last)
+        elif f.rule in ("counter_lines", "template_lines"):
+            assert r.end == candidate.whole_end, (r, candidate.whole_end)
         else:
             assert r.end == region_end, (r, region_end)
         last_end = r.end
@@ -579,6 +748,12 @@ def check_trim(text: str, keep: int, rules: Rules) -> None:
 )
 def test_trim_keeps_everything_outside_the_removals(text: str, keep: int) -> None:
     check_trim(text, keep, SMALL)
+
+
+@FAST
+@given(rules=st.sampled_from([SMALL, DEFAULT]), text=TEMPLATE_TEXTS, keep=st.integers(1, 6))
+def test_trim_template_texts(rules: Rules, text: str, keep: int) -> None:
+    check_trim(text, keep, rules)
 
 
 @SLOW

@@ -594,12 +594,253 @@ def counter_candidate(
     return [Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)]
 
 
+# --- template_lines ---------------------------------------------------------------------------
+
+# A line of fewer units (its content, leading whitespace counted) is passed over entirely.
+TEMPLATE_MIN_UNITS = 6
+# The considered lines before a line that it may recur from.
+TEMPLATE_LOOKBACK = 16
+# CJK: kana, ideographs (extension A and the unified block), hangul syllables.
+WIDE_RANGES = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xAC00, 0xD7AF))
+# Tokens that mark a list item, a quote, a heading or a table cell: neither word nor other.
+MARKS = frozenset({"-", "*", "+", "|", ">", "#", "##", "###", "\u2014", "\u2013"})
+# A number as a token: a count, a date, a time, a price, a percentage, a range, in brackets.
+NUMBER_TOKEN = re.compile(r"[(\[#$]*[0-9][0-9.,:/%-]*[)\].,;:!?]*")
+# What may open or close a word without being part of it: brackets, quotes, emphasis, stops.
+WORD_OPENERS = frozenset("([\"'*_`")
+WORD_CLOSERS = frozenset(")]\"'*_`.,;:!?")
+# What may join two runs of letters inside a word: an apostrophe (straight or curly), a hyphen.
+WORD_JOINERS = frozenset("'\u2019-")
+
+
+def template_numbers(content: str) -> list[tuple[int, int]]:
+    """The ``[i, j)`` spans of the numbers of a line's content: maximal runs of ASCII digits
+    with no letter right before or after them in the line (``on 21 March`` holds one, ``x1``,
+    ``3rd`` and ``shHereDoc09`` none)."""
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(content):
+        if content[i] not in DIGITS:
+            i += 1
+            continue
+        j = i
+        while j < len(content) and content[j] in DIGITS:
+            j += 1
+        before_letter = i > 0 and is_letter(content[i - 1])
+        after_letter = j < len(content) and is_letter(content[j])
+        if not before_letter and not after_letter:
+            spans.append((i, j))
+        i = j
+    return spans
+
+
+def template_mask(content: str) -> tuple[str, ...]:
+    """The content with each number masked: the pieces of text between its numbers, so that
+    two contents share a template when these pieces are equal (``on 21 March``, ``on 3
+    March``: the number's width does not matter, and the mask is no unit)."""
+    pieces: list[str] = []
+    at = 0
+    for i, j in template_numbers(content):
+        pieces.append(content[at:i])
+        at = j
+    pieces.append(content[at:])
+    return tuple(pieces)
+
+
+def is_template_word(token: str, last: bool) -> bool:
+    """Whether ``token`` (the line's last token if ``last``) reads as a word: its core (the token
+    without its opening brackets, quotes and emphasis and its closing ones and stops) is
+    letters, with single apostrophes or hyphens between letters; it has two letters or more or
+    is ``a``, ``A`` or ``I``; no ASCII lowercase letter is followed by an ASCII capital (camel
+    case is a name); and it ends with ``:`` only as the line's last token (``key:`` mid-line is
+    a field name)."""
+    lo, hi = 0, len(token)
+    while lo < hi and token[lo] in WORD_OPENERS:
+        lo += 1
+    while hi > lo and token[hi - 1] in WORD_CLOSERS:
+        hi -= 1
+    core = token[lo:hi]
+    if not core or not is_letter(core[0]) or not is_letter(core[-1]):
+        return False
+    for k, ch in enumerate(core):
+        if is_letter(ch):
+            continue
+        if ch not in WORD_JOINERS or not is_letter(core[k - 1]) or not is_letter(core[k + 1]):
+            return False
+    letters = sum(1 for ch in token if is_letter(ch))
+    if letters < 2 and token not in ("a", "A", "I"):
+        return False
+    for a, b in zip(token, token[1:]):
+        if "a" <= a <= "z" and "A" <= b <= "Z":
+            return False
+    return last or not token.endswith(":")
+
+
+def is_template_prose(content: str) -> bool:
+    """Whether a numbered line's content is prose: six units or more of CJK (``WIDE_RANGES``),
+    or three words or more (``is_template_word``) and at most one other token per three words.
+    Tokens are the runs of non-whitespace units; marks (``MARKS``) and number tokens
+    (``NUMBER_TOKEN``) are neither words nor others."""
+    wide = sum(1 for ch in content if any(lo <= ord(ch) <= hi for lo, hi in WIDE_RANGES))
+    if wide >= 6:
+        return True
+    tokens: list[str] = []
+    token = ""
+    for ch in content:
+        if is_whitespace(ch):
+            if token:
+                tokens.append(token)
+            token = ""
+        else:
+            token += ch
+    if token:
+        tokens.append(token)
+    words, others = 0, 0
+    for k, token in enumerate(tokens):
+        if is_template_word(token, last=k == len(tokens) - 1):
+            words += 1
+        elif token not in MARKS and NUMBER_TOKEN.fullmatch(token) is None:
+            others += 1
+    return words >= 3 and 3 * others <= words
+
+
+@dataclass(frozen=True)
+class TemplateLine:
+    """A considered line (content of ``TEMPLATE_MIN_UNITS`` units or more) as the template rule
+    remembers it: its template if it is numbered (it fits and holds a number), else None."""
+
+    start: int
+    content: str
+    end: int
+    template: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class TemplateStreak:
+    """A streak of the template rule: its lines (each numbered, recurring and prose), how many
+    it had when the rule held (0: it never held), and whether the text's last line, which has
+    no newline, would continue it (offline only)."""
+
+    lines: tuple[TemplateLine, ...]
+    held: int
+    tail: bool
+
+
+def template_verdict(
+    rules: loopbreak.Rules, line: str, lookback: list[TemplateLine]
+) -> tuple[TemplateLine | None, bool | None, bool]:
+    """How the line ``line`` (without its newline) reads after the considered lines
+    ``lookback`` (the ``TEMPLATE_LOOKBACK`` before it, or fewer): the line as remembered (None
+    if it is not considered); True if it continues a streak, False if it ends one, None if
+    neither; and whether it recurs inexactly (its content equal to no line of ``lookback``)."""
+    content = rstrip_whitespace(line)
+    if len(content) < TEMPLATE_MIN_UNITS:
+        return None, None, False
+    fits = len(line) <= rules.max_long_period
+    numbered = fits and len(template_numbers(content)) > 0
+    tpl = template_mask(content) if numbered else None
+    remembered = TemplateLine(0, content, 0, tpl)
+    if tpl is None:
+        return remembered, None, False
+    recurs = any(before.template == tpl for before in lookback)
+    if not recurs or not is_template_prose(content):
+        return remembered, False, False
+    inexact = all(before.content != content for before in lookback)
+    return remembered, True, inexact
+
+
+def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
+    """Every streak of the template rule in ``u``, read line by line (terminated lines only;
+    the last line, with no newline, only for whether it continues the last streak)."""
+    considered: list[TemplateLine] = []
+    streaks: list[TemplateStreak] = []
+    streak: list[TemplateLine] = []
+    inexact_seen = False
+    held = 0
+    start = 0
+    for i, ch in enumerate(u):
+        if ch != "\n":
+            continue
+        line = u[start:i]
+        remembered, verdict, inexact = template_verdict(
+            rules, line, considered[-TEMPLATE_LOOKBACK:]
+        )
+        if remembered is not None:
+            remembered = dataclasses.replace(remembered, start=start, end=i + 1)
+            considered.append(remembered)
+        if verdict is True and remembered is not None:
+            streak.append(remembered)
+            inexact_seen = inexact_seen or inexact
+            distinct = len({member.template for member in streak})
+            if (
+                held == 0
+                and len(streak) >= rules.template_min_lines
+                and 2 * len(streak) >= 3 * distinct
+                and inexact_seen
+            ):
+                held = len(streak)
+        elif verdict is False and streak:
+            streaks.append(TemplateStreak(tuple(streak), held, tail=False))
+            streak, inexact_seen, held = [], False, 0
+        start = i + 1
+    if streak:
+        tail = False
+        if start < len(u):
+            _, verdict, _ = template_verdict(rules, u[start:], considered[-TEMPLATE_LOOKBACK:])
+            tail = verdict is True
+        streaks.append(TemplateStreak(tuple(streak), held, tail))
+    return streaks
+
+
+def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
+    """Streaks of lines drawn from a few templates that differ in their numbers.
+
+    Only considered lines count: lines (ended by ``\\n``) whose content (the line without its
+    trailing whitespace) has at least ``TEMPLATE_MIN_UNITS`` units; the others are passed over
+    entirely. A considered line is numbered if it fits (at most ``max_long_period`` units,
+    newline excluded) and holds a number (``template_numbers``); its template is its content
+    with each number masked (``template_mask``). A numbered line recurs when a numbered line of
+    the ``TEMPLATE_LOOKBACK`` considered lines before it (whatever they are) shares its template,
+    inexactly when its content also differs from every one of those lines'.
+
+    A numbered line that recurs and is prose (``is_template_prose``) continues the streak, or
+    starts one; a numbered line that does not recur or is not prose ends it and starts none;
+    any other line neither continues nor ends it. The rule holds at the first line of a streak
+    where the streak has ``template_min_lines`` lines or more, at least 1.5 lines per distinct
+    template among them, and a line so far that recurred inexactly; a streak holds at most
+    once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
+    ``repeats`` the streak's lines then; offline, the region runs to the newline of the streak's
+    last line, or to the text's end if its last line, with no newline, would continue it."""
+    out: list[Candidate] = []
+    for streak in template_streaks(rules, u):
+        if streak.held == 0:
+            continue
+        first = streak.lines[0]
+        ends = tuple(line.end for line in streak.lines[streak.held - 1 :])
+        finding = OracleFinding(
+            "template_lines",
+            len(first.content),
+            first.content,
+            first.start,
+            streak.held,
+            ends[0],
+            ends[0],
+        )
+        whole_end = len(u) if streak.tail else ends[-1]
+        copies = len(streak.lines) + streak.tail
+        out.append(
+            Candidate(finding, first.start, whole_end, copies, region_end=ends[-1], line_ends=ends)
+        )
+    return out
+
+
 def oracle_candidates(rules: loopbreak.Rules, text: str) -> list[Candidate]:
     """Every candidate of every rule, before the claim filter, in detection order."""
     cands = (
         periodic_candidates(rules, text)
         + lines_candidates(rules, text)
         + counter_candidates(rules, text)
+        + template_candidates(rules, text)
     )
     cands.sort(key=Candidate.sort_key)
     return cands
