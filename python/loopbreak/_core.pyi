@@ -173,15 +173,17 @@ class Rules:
     Lines drawn from a few templates that differ in their numbers, recurring in or out of order
     (a model cycling through numbered items, an echoed prompt whose date changes), are reported
     as ``template_lines``. A line is read if its content (trailing whitespace ignored) has 6
-    units or more; it counts if it is at most ``max_long_period`` units long and holds a number:
-    a run of ASCII digits with no letter right before or after it (``on 21 March`` holds one;
-    ``x1``, ``3rd``, ``shHereDoc09`` none). Its template is its content with each number masked,
+    units or more; it counts if it is at most ``max_long_period`` units long, is not indented as
+    Markdown indents code (a tab first, or four spaces) and holds a number: a run of one to
+    three ASCII digits with no letter right before or after it (``on 21 March`` holds one;
+    ``x1``, ``3rd``, ``shHereDoc09`` and the year ``1958`` none). Its template is its content
+    with each number masked,
     whatever the number's width. A line that counts continues a streak (or starts one) when a
     line that counts among the 16 lines read before it shares its template and it reads as
     prose: three words or more and at most one other token per three words (list marks and
     number tokens are neither; a camel-case name or a ``key:`` mid-line is no word), or six
     CJK chars; one that does not ends the streak. Lines not read, and lines read that do not
-    count (no number, too long), neither continue nor end it. A streak is found once it has
+    count (no number, indented as code, too long), neither continue nor end it. A streak is found once it has
     ``template_min_lines`` lines (``template_min_lines=8``), at least 1.5 lines per template
     among them, and a line that differs from each of the 16 read before it (a line repeated as
     it is belongs to ``identical_lines``); ``block`` is its first line, ``repeats`` counts its

@@ -306,6 +306,9 @@ TEMPLATE_PROSE = [
     "会议第 {n} 次在北京举行了讨论",
     "北京举行会议 {n}",
     "Day {n}: visit the old temple and walk by the river.",
+    # Indented as code (four spaces, a tab): never numbered, whatever follows.
+    "    Day {n}: we walk by the river",
+    "\tStep {n} of the long walk home",
 ]
 # Numbered lines that are no prose (code, a table row, a list of numbers, fields, names, five
 # CJK chars where six are prose; `x = {n};` has 6 units): each ends a streak.
@@ -353,7 +356,8 @@ def template_texts(draw: st.DrawFn) -> str:
             st.lists(st.sampled_from(TEMPLATE_PROSE), min_size=2, max_size=4, unique=True)
         )
         in_turn, counting = draw(st.booleans()), draw(st.booleans())
-        top = draw(st.sampled_from([3, 40, 500]))
+        # Numbers of four digits or more (years, ids) are no numbers: they stay in the template.
+        top = draw(st.sampled_from([3, 40, 500, 1200]))
         width = draw(st.sampled_from([0, 0, 2, 3]))
         item = draw(st.integers(0, top))
         for i in range(draw(st.integers(0, 28))):

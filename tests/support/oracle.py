@@ -600,6 +600,8 @@ def counter_candidate(
 TEMPLATE_MIN_UNITS = 6
 # The considered lines before a line that it may recur from.
 TEMPLATE_LOOKBACK = 16
+# The most digits of a number: a longer run (a year, an id) stays in the template as it is.
+TEMPLATE_MAX_DIGITS = 3
 # CJK: kana, ideographs (extension A and the unified block), hangul syllables.
 WIDE_RANGES = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xAC00, 0xD7AF))
 # Tokens that mark a list item, a quote, a heading or a table cell: neither word nor other.
@@ -614,9 +616,9 @@ WORD_JOINERS = frozenset("'\u2019-")
 
 
 def template_numbers(content: str) -> list[tuple[int, int]]:
-    """The ``[i, j)`` spans of the numbers of a line's content: maximal runs of ASCII digits
-    with no letter right before or after them in the line (``on 21 March`` holds one, ``x1``,
-    ``3rd`` and ``shHereDoc09`` none)."""
+    """The ``[i, j)`` spans of the numbers of a line's content: maximal runs of one to
+    ``TEMPLATE_MAX_DIGITS`` ASCII digits with no letter right before or after them in the line
+    (``on 21 March`` holds one, ``x1``, ``3rd``, ``shHereDoc09`` and ``1958`` none)."""
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(content):
@@ -628,7 +630,7 @@ def template_numbers(content: str) -> list[tuple[int, int]]:
             j += 1
         before_letter = i > 0 and is_letter(content[i - 1])
         after_letter = j < len(content) and is_letter(content[j])
-        if not before_letter and not after_letter:
+        if not before_letter and not after_letter and j - i <= TEMPLATE_MAX_DIGITS:
             spans.append((i, j))
         i = j
     return spans
@@ -707,7 +709,8 @@ def is_template_prose(content: str) -> bool:
 @dataclass(frozen=True)
 class TemplateLine:
     """A considered line (content of ``TEMPLATE_MIN_UNITS`` units or more) as the template rule
-    remembers it: its template if it is numbered (it fits and holds a number), else None."""
+    remembers it: its template if it is numbered (it fits, is not indented as code and holds a
+    number), else None."""
 
     start: int
     content: str
@@ -737,7 +740,9 @@ def template_verdict(
     if len(content) < TEMPLATE_MIN_UNITS:
         return None, None, False
     fits = len(line) <= rules.max_long_period
-    numbered = fits and len(template_numbers(content)) > 0
+    # Indented as Markdown indents code (a tab first, or four spaces): code, never numbered.
+    code = content.startswith(("\t", "    "))
+    numbered = fits and not code and len(template_numbers(content)) > 0
     tpl = template_mask(content) if numbered else None
     remembered = TemplateLine(0, content, 0, tpl)
     if tpl is None:
