@@ -314,16 +314,7 @@ impl<T: Unit> Core<T> {
             Some(CounterEvent::Reached) => {
                 let counters = &self.lines.counters;
                 let ((start, block), repeats) = (counters.first_cycle(), counters.lines());
-                let finding = Finding {
-                    rule: Rule::CounterLines,
-                    period: block.len() as u64,
-                    block,
-                    start,
-                    repeats,
-                    detected_at: x + 1,
-                    end: x + 1,
-                };
-                self.candidates.push(Candidate { finding, tracker: None });
+                self.streak_reached(Rule::CounterLines, start, block, repeats, x);
             }
         }
         match events.template {
@@ -333,18 +324,18 @@ impl<T: Unit> Core<T> {
             Some(TemplateEvent::Reached) => {
                 let templates = &self.lines.templates;
                 let ((start, block), repeats) = (templates.first_line(), templates.lines());
-                let finding = Finding {
-                    rule: Rule::TemplateLines,
-                    period: block.len() as u64,
-                    block,
-                    start,
-                    repeats,
-                    detected_at: x + 1,
-                    end: x + 1,
-                };
-                self.candidates.push(Candidate { finding, tracker: None });
+                self.streak_reached(Rule::TemplateLines, start, block, repeats, x);
             }
         }
+    }
+
+    /// A streak of `rule` whose first line (or cycle) `block` starts at `start` reached its
+    /// rule with `repeats` lines at the newline `x`: a candidate finding, its block as long as
+    /// its period.
+    fn streak_reached(&mut self, rule: Rule, start: u64, block: Vec<u32>, repeats: u64, x: u64) {
+        let finding =
+            Finding { rule, period: block.len() as u64, block, start, repeats, detected_at: x + 1, end: x + 1 };
+        self.candidates.push(Candidate { finding, tracker: None });
     }
 
     /// Emits the candidates of unit `x` in order, each unless an earlier finding claims it.
