@@ -7,7 +7,7 @@ use crate::counters::{counts_on, cycle_lines_of};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
-use crate::template_lines::{is_prose, template_of, LOOKBACK, MIN_UNITS};
+use crate::template_lines::{in_lookback, is_prose, template_of, LOOKBACK};
 
 /// A region as far as it reaches in the whole text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,25 +168,24 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
 
 /// Where each line of the finding's streak of template lines ends (after its newline, or the
 /// text's end for a last line the text ends in that continues it), read as the rule reads: from
-/// the [`LOOKBACK`] lines of [`MIN_UNITS`] units or more before its first line on, each numbered
-/// line that fits `max_long_period` continues the streak if it recurs by template to one of the
-/// 16 lines before it and is prose, and ends it otherwise; other lines pass.
+/// the [`LOOKBACK`] lines of the lookback ([`in_lookback`]) before its first line on, each such
+/// line from the first on continues the streak if it is numbered, recurs by template to one of
+/// the [`LOOKBACK`] such lines before it and is prose, and ends it otherwise; other lines pass.
 pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Vec<u64> {
     let start = finding.start as usize;
-    let from = lookback_start(units, start);
-    // The templates of the lookback's lines (`None`: no number, or too long).
+    let from = lookback_start(units, rules, start);
+    // The templates of the lookback's lines (`None`: no number).
     let mut lookback: std::collections::VecDeque<Option<Vec<u32>>> = std::collections::VecDeque::new();
     let mut ends = Vec::new();
     let mut template = Vec::new();
     for line in lines_from(units, from) {
-        let content: Vec<u32> = units[line.start..line.content_end].iter().map(|&unit| unit.into()).collect();
-        if (content.len() as u64) < MIN_UNITS {
+        let content = content_of(units, line.start, line.content_end);
+        if !in_lookback(&content, line.end - usize::from(line.terminated) - line.start, rules) {
             continue;
         }
-        let fits = line.end - usize::from(line.terminated) - line.start <= rules.max_long_period as usize;
-        let numbered = fits && template_of(&content, &mut template);
-        if line.start >= start && numbered {
-            if lookback.contains(&Some(template.clone())) && is_prose(&content) {
+        let numbered = template_of(&content, &mut template);
+        if line.start >= start {
+            if numbered && lookback.contains(&Some(template.clone())) && is_prose(&content) {
                 ends.push(line.end as u64);
             } else {
                 break;
@@ -200,9 +199,13 @@ pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding:
     ends
 }
 
-/// Where the earliest of the [`LOOKBACK`] lines of [`MIN_UNITS`] units or more before the line
-/// at `start` starts (0 if there are fewer).
-fn lookback_start<S: Unit>(units: &[S], start: usize) -> usize {
+fn content_of<S: Unit>(units: &[S], start: usize, content_end: usize) -> Vec<u32> {
+    units[start..content_end].iter().map(|&unit| unit.into()).collect()
+}
+
+/// Where the earliest of the [`LOOKBACK`] lines of the lookback ([`in_lookback`]) before the
+/// line at `start` starts (0 if there are fewer).
+fn lookback_start<S: Unit>(units: &[S], rules: &Rules, start: usize) -> usize {
     let newline = S::store(u32::from(b'\n'));
     let mut line_end = start;
     let mut seen = 0;
@@ -213,7 +216,8 @@ fn lookback_start<S: Unit>(units: &[S], start: usize) -> usize {
         while content_end > line_start && is_whitespace(units[content_end - 1].into()) {
             content_end -= 1;
         }
-        seen += usize::from((content_end - line_start) as u64 >= MIN_UNITS);
+        let content = content_of(units, line_start, content_end);
+        seen += usize::from(in_lookback(&content, line_end - 1 - line_start, rules));
         line_end = line_start;
     }
     line_end

@@ -5,7 +5,7 @@ use crate::classes::{BlockClass, PACKED_CONTEXT};
 use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
-use crate::template_lines::{is_prose, template_of, LINES_PER_TEMPLATE, LOOKBACK, MIN_UNITS};
+use crate::template_lines::{in_lookback, is_prose, template_of, LINES_PER_TEMPLATE, LOOKBACK};
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
 /// its region reaches by time t.
@@ -256,14 +256,15 @@ fn counter_candidate(
     });
 }
 
-/// Streaks of template lines, line by line as the rule reads: lines of content (trailing
-/// whitespace dropped) of `MIN_UNITS` units or more, each with its template if it is numbered
-/// (fits `max_long_period`, holds a number). A numbered line that recurs (its template among
-/// the numbered ones of the `LOOKBACK` lines before it) and is prose continues the streak or
-/// starts one; any other numbered line ends it; lines with no template pass. The streak holds at
-/// its first line with `template_min_lines` lines, 1.5 lines per distinct template, and a line
-/// whose text is none of its lookback's. Offline, a last line the text ends in (no newline) is
-/// read as if a newline ended it.
+/// Streaks of template lines, line by line as the rule reads: the lines that go into the
+/// lookback (`in_lookback`: content, trailing whitespace dropped, of `MIN_UNITS` units or more
+/// with a digit, fitting `max_long_period`, not indented as code), each with its template if it
+/// is numbered (holds a number). A numbered line that recurs (its template among those of the
+/// `LOOKBACK` such lines before it) and is prose continues the streak or starts one; any other
+/// of these lines ends it; all other lines pass. The streak holds at its first line with
+/// `template_min_lines` lines, 1.5 lines per distinct template, and a line whose text is none
+/// of its lookback's. Offline, a last line the text ends in (no newline) is read as if a
+/// newline ended it.
 fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     struct Read {
         start: usize,
@@ -283,9 +284,9 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         }
         let content = units[start..content_end].to_vec();
         let end = newline.map_or(units.len(), |i| i + 1);
-        if content.len() as u64 >= MIN_UNITS {
+        if in_lookback(&content, text_end - start, rules) {
             let mut template = Vec::new();
-            let numbered = text_end - start <= rules.max_long_period as usize && template_of(&content, &mut template);
+            let numbered = template_of(&content, &mut template);
             lines.push(Read { start, content, template: numbered.then_some(template), end });
         }
         start = end;
@@ -318,9 +319,11 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         });
     };
     for k in 0..lines.len() {
-        let Some(template) = &lines[k].template else { continue };
         let lookback = &lines[k.saturating_sub(LOOKBACK)..k];
-        let recurs = lookback.iter().any(|line| line.template.as_ref() == Some(template));
+        let recurs = lines[k]
+            .template
+            .as_ref()
+            .is_some_and(|template| lookback.iter().any(|line| line.template.as_ref() == Some(template)));
         // A streak line only counts toward holding when a newline ends it (streaming reads no other).
         if recurs && is_prose(&lines[k].content) {
             streak.push(k);

@@ -13,18 +13,22 @@
 //! fits `max_long_period` units (newline excluded), as a counter line does, so that it is whole
 //! in the window at its newline whatever the chunking.
 //!
-//! A numbered line *recurs* when a numbered line among the [`LOOKBACK`] lines before it shares
-//! its template, *inexactly* when its text equals none of them. A streak is numbered lines that
-//! each recur and are prose ([`is_prose`]); a numbered line that does not recur, or is not
-//! prose, ends it; lines with no number (or too short, blank, too long) neither continue nor end
-//! it. The rule holds at the first streak line where the streak has `template_min_lines` lines,
+//! The *lookback* is the latest [`LOOKBACK`] lines that hold an ASCII digit ([`in_lookback`]):
+//! lines between the numbered ones that hold none take no place in it, so an item of a heading
+//! and a paragraph is remembered as long as an item of one line. A numbered line *recurs* when a
+//! numbered line of the lookback shares its template, *inexactly* when its text equals none of
+//! them. A streak is numbered lines that each recur and are prose ([`is_prose`]); a numbered
+//! line that does not recur, or is not prose, ends it, and so does a line of the lookback whose
+//! digits are no number (a name such as `Group1`, an id of four digits or more: code or data,
+//! between which a recurring template is no loop of prose); lines with no digit (or too short,
+//! too long, indented as code) neither continue nor end it. The rule holds at the first streak line where the streak has `template_min_lines` lines,
 //! at least [`LINES_PER_TEMPLATE`] lines per distinct template in it, and a line that recurs
 //! inexactly (exact recurrence is the exact rules' business). The finding is the streak's first
 //! line: `start` where it starts, `block` its content, `repeats` the streak's lines.
 //!
 //! What a line costs. Most lines of source code are indented (one vector compare tells them
-//! apart), and most other lines of text hold no digit (one vector pass over the line): both go
-//! into the lookback as lines with no number, at the cost of a bit. A line with a digit is
+//! apart), and most other lines of text hold no digit (one vector pass over the line): both are
+//! passed over. A line with a digit is
 //! summed, its units that are no digit and their count ([`Unit::non_digit_digest`]): lines of
 //! one template agree on that digest whatever their numbers, so it is compared with the 16
 //! lines before only through their digests (one vector compare of 16 keys), and read unit by
@@ -37,7 +41,8 @@ use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::window::Window;
 
-/// The lines a numbered line is compared with: the latest lines of [`MIN_UNITS`] or more.
+/// The lines a numbered line is compared with: the latest lines that hold a digit
+/// ([`in_lookback`]).
 pub const LOOKBACK: usize = 16;
 
 /// The shortest content (units, leading whitespace counted) a line must have to count.
@@ -206,9 +211,6 @@ impl TemplateLines {
             || indented_as_code(window, start)
             || !has_digit(window, start, content_len)
         {
-            // No number (or none read): only its place in the lookback counts.
-            self.with_digit &= !(1 << self.next);
-            self.next = if self.next + 1 == LOOKBACK { 0 } else { self.next + 1 };
             return None;
         }
         let digest = non_digit_digest(window, start, content_len);
@@ -282,7 +284,7 @@ impl TemplateLines {
             }
         }
         let event = match recurs_to {
-            _ if !numbered => None,
+            // No number (read while a streak runs), or no line it recurs to: the streak ends.
             None => self.streak.take().map(|_| TemplateEvent::Broken),
             Some(slot) => {
                 let prose = match self.lookback[slot].prose {
@@ -403,11 +405,26 @@ fn is_letter(unit: u32) -> bool {
     classify(unit) == UnitClass::Letter
 }
 
+/// Whether a line goes into the lookback, read whole: its content (trailing whitespace dropped)
+/// has [`MIN_UNITS`] units or more and an ASCII digit, the line fits `max_long_period` (`span`:
+/// its units before the newline), and it is not indented as code.
+pub(crate) fn in_lookback(content: &[u32], span: usize, rules: &Rules) -> bool {
+    content.len() as u64 >= MIN_UNITS
+        && span <= rules.max_long_period as usize
+        && !code_indented(content)
+        && content.iter().any(|&u| is_digit(u))
+}
+
+/// Whether a line starts as Markdown indents code: a tab, or four spaces.
+fn code_indented(line: &[u32]) -> bool {
+    line.first() == Some(&u32::from(b'\t')) || line.iter().take(4).filter(|&&u| u == u32::from(b' ')).count() == 4
+}
+
 /// Writes the template of `line` (its numbers masked) into `template`; whether it holds a number
 /// and so is numbered (unless it is indented as code: a tab first, or four spaces).
 pub(crate) fn template_of(line: &[u32], template: &mut Vec<u32>) -> bool {
     template.clear();
-    if line.first() == Some(&u32::from(b'\t')) || line.iter().take(4).filter(|&&u| u == u32::from(b' ')).count() == 4 {
+    if code_indented(line) {
         template.extend_from_slice(line);
         return false;
     }

@@ -567,8 +567,9 @@ fn counter_templates_are_found_and_numbered_lists_are_not() {
 /// lines indented as code, short lines, blank lines and exact repeats, some longer than the
 /// small rules' lines may be.
 fn random_template_text(rng: &mut Rng) -> Vec<u32> {
-    const TEMPLATES: [&str; 12] = [
+    const TEMPLATES: [&str; 13] = [
         "Day # we go to the sea",
+        "Back in 19# we sailed home",
         "    Day # we go to the sea",
         "\tWe saw # red birds",
         "At # the cat is fed",

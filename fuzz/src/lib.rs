@@ -378,17 +378,24 @@ fn anchor(f: &Finding) -> u64 {
     }
 }
 
-/// A line's template as the template rule reads it (its numbers, runs of one to three ASCII
-/// digits touching no letter, each masked), or `None` if it is no numbered line: content under 6 units, longer
-/// than `max_long_period` with its trailing whitespace, indented as code (a tab first, or four
-/// spaces), or without a number.
-fn numbered_template(line: &[u32], rules: &Rules) -> Option<Vec<u32>> {
+/// Whether the template rule remembers a line (newline excluded): content of 6 units or more
+/// with an ASCII digit, no longer than `max_long_period` with its trailing whitespace, not
+/// indented as code (a tab first, or four spaces).
+fn remembered_line(line: &[u32], rules: &Rules) -> bool {
     let content = trim_trailing_ws(line);
-    let letter = |u: u32| char::from_u32(u).is_some_and(char::is_alphabetic);
     let code = content.first() == Some(&u32::from(b'\t')) || content.starts_with(&[u32::from(b' '); 4]);
-    if content.len() < 6 || line.len() > rules.max_long_period as usize || code {
+    content.len() >= 6 && line.len() <= rules.max_long_period as usize && !code && content.iter().any(|&u| is_digit(u))
+}
+
+/// A line's template as the template rule reads it (its numbers, runs of one to three ASCII
+/// digits touching no letter, each masked), or `None` if it is no numbered line: one the rule
+/// does not remember, or one without a number.
+fn numbered_template(line: &[u32], rules: &Rules) -> Option<Vec<u32>> {
+    if !remembered_line(line, rules) {
         return None;
     }
+    let content = trim_trailing_ws(line);
+    let letter = |u: u32| char::from_u32(u).is_some_and(char::is_alphabetic);
     let mut template = Vec::new();
     let mut numbered = false;
     let mut i = 0;
@@ -683,25 +690,24 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 assert_eq!(f.block, trim_trailing_ws(first), "block is not the first line: {}", ctx());
                 assert_eq!(f.period, f.block.len() as u64, "{}", ctx());
                 assert!(f.repeats >= u64::from(rules.template_min_lines), "{}", ctx());
-                // Each numbered line from the first to the holding one recurs: its template is
-                // among those of the 16 lines of 6 units or more before it; they are the streak.
+                // Each remembered line from the first to the holding one is numbered and recurs:
+                // its template is among those of the 16 remembered lines before it; they are the
+                // streak.
                 let lines: Vec<&[u32]> = units[..end - 1].split(|&u| u == NEWLINE).collect();
                 let mut offset = 0;
                 let mut considered: Vec<Option<Vec<u32>>> = Vec::new();
                 let mut streak = 0u64;
                 for line in lines {
-                    if trim_trailing_ws(line).len() >= 6 {
+                    if remembered_line(line, rules) {
                         let template = numbered_template(line, rules);
                         if offset >= start {
-                            if let Some(template) = &template {
-                                let back = &considered[considered.len().saturating_sub(16)..];
-                                assert!(
-                                    back.contains(&Some(template.clone())),
-                                    "a line that does not recur: {}",
-                                    ctx()
-                                );
-                                streak += 1;
-                            }
+                            let back = &considered[considered.len().saturating_sub(16)..];
+                            assert!(
+                                template.as_ref().is_some_and(|template| back.contains(&Some(template.clone()))),
+                                "a line that is not numbered or does not recur: {}",
+                                ctx()
+                            );
+                            streak += 1;
                         }
                         considered.push(template);
                     }

@@ -178,15 +178,17 @@ class Rules:
     three ASCII digits with no letter right before or after it (``on 21 March`` holds one;
     ``x1``, ``3rd``, ``shHereDoc09`` and the year ``1958`` none). Its template is its content
     with each number masked,
-    whatever the number's width. A line that counts continues a streak (or starts one) when a
-    line that counts among the 16 lines read before it shares its template and it reads as
-    prose: three words or more and at most one other token per three words (list marks and
-    number tokens are neither; a camel-case name or a ``key:`` mid-line is no word), or six
-    CJK chars; one that does not ends the streak. Lines not read, and lines read that do not
-    count (no number, indented as code, too long), neither continue nor end it. A streak is found once it has
-    ``template_min_lines`` lines (``template_min_lines=8``), at least 1.5 lines per template
-    among them, and a line that differs from each of the 16 read before it (a line repeated as
-    it is belongs to ``identical_lines``); ``block`` is its first line, ``repeats`` counts its
+    whatever the number's width. The lines remembered are the last 16 read that hold an ASCII
+    digit, fit and are not indented as code. A line that counts continues a streak (or starts
+    one) when a line that counts among them shares its template and it reads as prose: three
+    words or more and at most one other token per three words (list marks and number tokens
+    are neither; a camel-case name or a ``key:`` mid-line is no word), or six CJK chars; one
+    that does not ends the streak, and so does a remembered line whose digits are no number
+    (a name, a year). Other lines (not read, with no digit, indented as code, too long)
+    neither continue nor end it. A streak is found once it has ``template_min_lines`` lines
+    (``template_min_lines=8``), at least 1.5 lines per template among them, and a line that
+    differs from each of the 16 remembered before it (a line repeated as it is belongs to
+    ``identical_lines``); ``block`` is its first line, ``repeats`` counts its
     lines. ``conservative()`` and ``for_tokens()`` turn the rule off in effect (see there).
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``

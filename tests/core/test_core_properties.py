@@ -330,6 +330,7 @@ TEMPLATE_UNNUMBERED = [
     "第3章 开始了新的故事",
     "The 3rd call failed again",
     "Almost done now",
+    "In 1958 it rained all year.",
 ]
 # Lines of fewer than 6 units (trailing whitespace aside), passed over entirely.
 TEMPLATE_SHORT = ["ok 1", "12", "a 3 b", "  7  ", "x = 5", "x", ""]
@@ -347,8 +348,9 @@ def template_texts(draw: st.DrawFn) -> str:
     turn, their numbers random (often equal: a line then repeats one before it exactly, which
     is no inexact recurrence), counting up (items numbered in turn, which the counter rule may
     also take) or of a fixed width, with blank lines, short lines, lines without a number,
-    numbered lines that are no prose, bursts of unnumbered lines that push a template out of
-    the 16 lines a line recurs from, trailing whitespace, and maybe a last line without a
+    numbered lines that are no prose, bursts of unnumbered lines (those whose digits are in a
+    name or a year push a template out of the 16 lines a line recurs from and end a streak;
+    those with no digit do neither), trailing whitespace, and maybe a last line without a
     newline."""
     out = []
     for _ in range(draw(st.integers(1, 2))):

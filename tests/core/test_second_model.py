@@ -41,14 +41,11 @@ NEAR_LOOPS_MISSED = {
     "g24-sampled": "a counting list within one line",
     # A sentence whose end changes: no exact repeat, and no number.
     "g05-sampled": "the sentence's end changes",
-    # `<strong>N. 東京で一日X</strong>` and a sentence with X, X cycling through five activities:
-    # the numbered lines recur, but the 800-token cut comes before eight of them in a row do
-    # (`g12-seed7-long`, the same prompt at 3,000 tokens, is found: test_long_outputs.py).
-    "g12-sampled": "numbered items cycling through five words, cut before 8 recur in a row",
 }
 # The near-loops the template-lines rule finds (the echoed prompt with its date, or its replica
-# count, changing in no order), with where it first holds.
-TEMPLATE_LOOPS = {"g01-sampled": 2440, "g17-sampled": 1212}
+# count, changing in no order; `<strong>N. 東京で一日X</strong>` items, each with a sentence
+# holding X, X cycling through five activities), with where it first holds.
+TEMPLATE_LOOPS = {"g01-sampled": 2440, "g17-sampled": 1212, "g12-sampled": 1554}
 
 
 def ids(label: str) -> list[str]:

@@ -598,7 +598,7 @@ def counter_candidate(
 
 # A line of fewer units (its content, leading whitespace counted) is passed over entirely.
 TEMPLATE_MIN_UNITS = 6
-# The considered lines before a line that it may recur from.
+# The remembered lines (lines with a digit) before a line that it may recur from.
 TEMPLATE_LOOKBACK = 16
 # The most digits of a number: a longer run (a year, an id) stays in the template as it is.
 TEMPLATE_MAX_DIGITS = 3
@@ -708,9 +708,9 @@ def is_template_prose(content: str) -> bool:
 
 @dataclass(frozen=True)
 class TemplateLine:
-    """A considered line (content of ``TEMPLATE_MIN_UNITS`` units or more) as the template rule
-    remembers it: its template if it is numbered (it fits, is not indented as code and holds a
-    number), else None."""
+    """A line the template rule remembers (content of ``TEMPLATE_MIN_UNITS`` units or more with an
+    ASCII digit, fitting ``max_long_period``, not indented as code): its template if it is
+    numbered (holds a number), else None."""
 
     start: int
     content: str
@@ -732,21 +732,22 @@ class TemplateStreak:
 def template_verdict(
     rules: loopbreak.Rules, line: str, lookback: list[TemplateLine]
 ) -> tuple[TemplateLine | None, bool | None, bool]:
-    """How the line ``line`` (without its newline) reads after the considered lines
+    """How the line ``line`` (without its newline) reads after the remembered lines
     ``lookback`` (the ``TEMPLATE_LOOKBACK`` before it, or fewer): the line as remembered (None
-    if it is not considered); True if it continues a streak, False if it ends one, None if
+    if it is not remembered); True if it continues a streak, False if it ends one, None if
     neither; and whether it recurs inexactly (its content equal to no line of ``lookback``)."""
     content = rstrip_whitespace(line)
-    if len(content) < TEMPLATE_MIN_UNITS:
-        return None, None, False
     fits = len(line) <= rules.max_long_period
     # Indented as Markdown indents code (a tab first, or four spaces): code, never numbered.
     code = content.startswith(("\t", "    "))
-    numbered = fits and not code and len(template_numbers(content)) > 0
-    tpl = template_mask(content) if numbered else None
+    has_digit = any(ch in DIGITS for ch in content)
+    if len(content) < TEMPLATE_MIN_UNITS or not fits or code or not has_digit:
+        return None, None, False
+    tpl = template_mask(content) if template_numbers(content) else None
     remembered = TemplateLine(0, content, 0, tpl)
     if tpl is None:
-        return remembered, None, False
+        # Digits that are no number (a name, a year): code or data, which ends a streak.
+        return remembered, False, False
     recurs = any(before.template == tpl for before in lookback)
     if not recurs or not is_template_prose(content):
         return remembered, False, False
@@ -757,7 +758,7 @@ def template_verdict(
 def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
     """Every streak of the template rule in ``u``, read line by line (terminated lines only;
     the last line, with no newline, only for whether it continues the last streak)."""
-    considered: list[TemplateLine] = []
+    remembered_lines: list[TemplateLine] = []
     streaks: list[TemplateStreak] = []
     streak: list[TemplateLine] = []
     inexact_seen = False
@@ -768,11 +769,11 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
             continue
         line = u[start:i]
         remembered, verdict, inexact = template_verdict(
-            rules, line, considered[-TEMPLATE_LOOKBACK:]
+            rules, line, remembered_lines[-TEMPLATE_LOOKBACK:]
         )
         if remembered is not None:
             remembered = dataclasses.replace(remembered, start=start, end=i + 1)
-            considered.append(remembered)
+            remembered_lines.append(remembered)
         if verdict is True and remembered is not None:
             streak.append(remembered)
             inexact_seen = inexact_seen or inexact
@@ -791,7 +792,9 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
     if streak:
         tail = False
         if start < len(u):
-            _, verdict, _ = template_verdict(rules, u[start:], considered[-TEMPLATE_LOOKBACK:])
+            _, verdict, _ = template_verdict(
+                rules, u[start:], remembered_lines[-TEMPLATE_LOOKBACK:]
+            )
             tail = verdict is True
         streaks.append(TemplateStreak(tuple(streak), held, tail))
     return streaks
@@ -800,17 +803,19 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
 def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     """Streaks of lines drawn from a few templates that differ in their numbers.
 
-    Only considered lines count: lines (ended by ``\\n``) whose content (the line without its
-    trailing whitespace) has at least ``TEMPLATE_MIN_UNITS`` units; the others are passed over
-    entirely. A considered line is numbered if it fits (at most ``max_long_period`` units,
-    newline excluded) and holds a number (``template_numbers``); its template is its content
-    with each number masked (``template_mask``). A numbered line recurs when a numbered line of
-    the ``TEMPLATE_LOOKBACK`` considered lines before it (whatever they are) shares its template,
-    inexactly when its content also differs from every one of those lines'.
+    Only remembered lines count: lines (ended by ``\\n``) whose content (the line without its
+    trailing whitespace) has at least ``TEMPLATE_MIN_UNITS`` units and an ASCII digit, that fit
+    (at most ``max_long_period`` units, newline excluded) and are not indented as code; the
+    others are passed over entirely. A remembered line is numbered if it holds a number
+    (``template_numbers``); its template is its content with each number masked
+    (``template_mask``). A numbered line recurs when a numbered line of the
+    ``TEMPLATE_LOOKBACK`` remembered lines before it shares its template, inexactly when its
+    content also differs from every one of those lines'.
 
     A numbered line that recurs and is prose (``is_template_prose``) continues the streak, or
-    starts one; a numbered line that does not recur or is not prose ends it and starts none;
-    any other line neither continues nor ends it. The rule holds at the first line of a streak
+    starts one; any other remembered line (numbered but not recurring or not prose, or with
+    digits that are no number) ends it and starts none; other lines neither continue nor end
+    it. The rule holds at the first line of a streak
     where the streak has ``template_min_lines`` lines or more, at least 1.5 lines per distinct
     template among them, and a line so far that recurred inexactly; a streak holds at most
     once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
