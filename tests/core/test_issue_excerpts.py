@@ -29,7 +29,7 @@ def test_every_excerpt_has_a_label() -> None:
     files = sorted(path.name for path in EXCERPTS.glob("*.txt"))
     assert files == sorted(LABELS)
     assert {label.split()[0] for label in LABELS.values()} == {"clean", "loop", "near-loop"}
-    assert len(CLEAN) == 10
+    assert len(CLEAN) == 14
 
 
 @pytest.mark.parametrize("name", CLEAN)
@@ -38,6 +38,26 @@ def test_a_clean_excerpt_has_no_finding(name: str, preset: str) -> None:
     text = (EXCERPTS / name).read_text(encoding="utf-8")
     rules = loopbreak.Rules() if preset == "default" else loopbreak.Rules.conservative()
     assert loopbreak.scan(text, rules) == []
+
+
+# The near-loops the default rules find, by the rule that finds each first; the others are
+# pieces shorter than any rule needs, or copies alike in no way a rule reads (paraphrase, drift),
+# and the set is exact.
+NEAR_LOOPS_FOUND = {
+    "06.txt": "template_lines",  # timestamped log lines whose sentence comes back
+    "12.txt": "periodic_run",  # the two-line cycle above, exact once it settles
+    "32.txt": "template_lines",  # `N. Alpacas are from South America.` counting on
+}
+
+
+def test_the_near_loops_found_are_the_named_ones() -> None:
+    found = {}
+    for name, label in LABELS.items():
+        if label.startswith("near-loop"):
+            findings = loopbreak.scan((EXCERPTS / name).read_text(encoding="utf-8"))
+            if findings:
+                found[name] = findings[0].rule
+    assert found == NEAR_LOOPS_FOUND
 
 
 @pytest.mark.parametrize("name", sorted(FOUND))
