@@ -262,8 +262,7 @@ fn counter_candidate(
 /// is numbered (holds a number). A numbered line that recurs (its template among those of the
 /// `LOOKBACK` such lines before it) and is prose continues the streak or starts one; any other
 /// of these lines ends it; all other lines pass. The streak holds at its first line with
-/// `template_min_lines` lines, 1.5 lines per distinct template, and a line whose text is none
-/// of its lookback's. Offline, a last line the text ends in (no newline) is read as if a
+/// `template_min_lines` lines and 1.5 lines per distinct template. Offline, a last line the text ends in (no newline) is read as if a
 /// newline ended it.
 fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     struct Read {
@@ -292,11 +291,9 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         start = end;
     }
     let terminated = |line: &Read| line.end < units.len() || units.last() == Some(&u32::from(b'\n'));
-    // The running streak: its lines (indices), whether it held (and where in it), and whether
-    // one of its lines recurs inexactly.
+    // The running streak: its lines (indices), and whether it held (and where in it).
     let mut streak: Vec<usize> = Vec::new();
     let mut held: Option<usize> = None;
-    let mut inexact = false;
     let finish = |streak: &[usize], held: Option<usize>, lines: &[Read], out: &mut Vec<Candidate>| {
         let Some(h) = held else { return };
         let first = &lines[streak[0]];
@@ -327,7 +324,6 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         // A streak line only counts toward holding when a newline ends it (streaming reads no other).
         if recurs && is_prose(&lines[k].content) {
             streak.push(k);
-            inexact |= !lookback.iter().any(|line| line.content == lines[k].content);
             let mut distinct: Vec<&Vec<u32>> = streak.iter().filter_map(|&i| lines[i].template.as_ref()).collect();
             distinct.sort();
             distinct.dedup();
@@ -337,13 +333,12 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                 && terminated(&lines[k])
                 && n >= u64::from(rules.template_min_lines)
                 && of * n >= per * distinct.len() as u64
-                && inexact
             {
                 held = Some(streak.len() - 1);
             }
         } else {
             finish(&streak, held, &lines, out);
-            (streak, held, inexact) = (Vec::new(), None, false);
+            (streak, held) = (Vec::new(), None);
         }
     }
     finish(&streak, held, &lines, out);

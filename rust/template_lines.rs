@@ -16,14 +16,14 @@
 //! The *lookback* is the latest [`LOOKBACK`] lines that hold an ASCII digit ([`in_lookback`]):
 //! lines between the numbered ones that hold none take no place in it, so an item of a heading
 //! and a paragraph is remembered as long as an item of one line. A numbered line *recurs* when a
-//! numbered line of the lookback shares its template, *inexactly* when its text equals none of
-//! them. A streak is numbered lines that each recur and are prose ([`is_prose`]); a numbered
+//! numbered line of the lookback shares its template, whether its text is new or a copy (a cycle
+//! of a few lines in no fixed order is no exact repetition for the exact rules). A streak is numbered lines that each recur and are prose ([`is_prose`]); a numbered
 //! line that does not recur, or is not prose, ends it, and so does a line of the lookback whose
 //! digits are no number (a name such as `Group1`, an id of four digits or more: code or data,
 //! between which a recurring template is no loop of prose); lines with no digit (or too short,
-//! too long, indented as code) neither continue nor end it. The rule holds at the first streak line where the streak has `template_min_lines` lines,
-//! at least [`LINES_PER_TEMPLATE`] lines per distinct template in it, and a line that recurs
-//! inexactly (exact recurrence is the exact rules' business). The finding is the streak's first
+//! too long, indented as code) neither continue nor end it. The rule holds at the first streak
+//! line where the streak has `template_min_lines` lines and at least [`LINES_PER_TEMPLATE`]
+//! lines per distinct template in it. The finding is the streak's first
 //! line: `start` where it starts, `block` its content, `repeats` the streak's lines.
 //!
 //! What a line costs. Most lines of source code are indented (one vector compare tells them
@@ -112,7 +112,6 @@ struct Streak {
     /// of the lookback's, so a template first seen inside the streak was in the lookback of its
     /// first line).
     templates: Vec<u32>,
-    inexact: bool,
     reached: bool,
     first_start: u64,
     first_line: Vec<u32>,
@@ -265,10 +264,8 @@ impl TemplateLines {
         let line = window.units(start, start + content_len);
         let (mut line_template, mut other, mut other_template) = (Vec::new(), Vec::new(), Vec::new());
         let numbered = template_of(&line, &mut line_template);
-        // The remembered line it recurs to (the latest of its template), and whether its text
-        // equals one of them.
+        // The remembered line it recurs to: the latest of its template.
         let mut recurs_to = None;
-        let mut exact = false;
         if numbered {
             for back in 1..=LOOKBACK {
                 let slot = (self.next + LOOKBACK - back) % LOOKBACK;
@@ -279,8 +276,8 @@ impl TemplateLines {
                 if !template_of(&other, &mut other_template) || other_template != line_template {
                     continue;
                 }
-                exact |= other == line;
-                recurs_to.get_or_insert(slot);
+                recurs_to = Some(slot);
+                break;
             }
         }
         let event = match recurs_to {
@@ -304,7 +301,7 @@ impl TemplateLines {
                 self.lookback[slot].prose = prose;
                 let template = self.lookback[slot].template;
                 let event = if prose == Prose::Yes {
-                    Some(self.continue_streak(start, &line, template, !exact))
+                    Some(self.continue_streak(start, &line, template))
                 } else {
                     self.streak.take().map(|_| TemplateEvent::Broken)
                 };
@@ -321,13 +318,11 @@ impl TemplateLines {
         event
     }
 
-    /// A prose line of template `template` that recurs (`inexact`: its text is new) goes on with
-    /// the streak, or starts one.
-    fn continue_streak(&mut self, start: u64, line: &[u32], template: u32, inexact: bool) -> TemplateEvent {
+    /// A prose line of template `template` that recurs goes on with the streak, or starts one.
+    fn continue_streak(&mut self, start: u64, line: &[u32], template: u32) -> TemplateEvent {
         let streak = self.streak.get_or_insert_with(|| Streak {
             lines: 0,
             templates: Vec::new(),
-            inexact: false,
             reached: false,
             first_start: start,
             first_line: line.to_vec(),
@@ -336,11 +331,9 @@ impl TemplateLines {
         if !streak.templates.contains(&template) {
             streak.templates.push(template);
         }
-        streak.inexact |= inexact;
         let (per, of) = LINES_PER_TEMPLATE;
         let holds = streak.lines >= u64::from(self.rules.template_min_lines)
-            && of * streak.lines >= per * streak.templates.len() as u64
-            && streak.inexact;
+            && of * streak.lines >= per * streak.templates.len() as u64;
         if holds && !streak.reached {
             streak.reached = true;
             TemplateEvent::Reached

@@ -186,9 +186,9 @@ class Rules:
     that does not ends the streak, and so does a remembered line whose digits are no number
     (a name, a year). Other lines (not read, with no digit, indented as code, too long)
     neither continue nor end it. A streak is found once it has ``template_min_lines`` lines
-    (``template_min_lines=8``), at least 1.5 lines per template among them, and a line that
-    differs from each of the 16 remembered before it (a line repeated as it is belongs to
-    ``identical_lines``); ``block`` is its first line, ``repeats`` counts its
+    (``template_min_lines=8``) and at least 1.5 lines per template among them (a line that
+    recurs as a copy counts too: a few lines cycling in no fixed order repeat no block back to
+    back); ``block`` is its first line, ``repeats`` counts its
     lines. ``conservative()`` and ``for_tokens()`` turn the rule off in effect (see there).
 
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``

@@ -346,7 +346,7 @@ def fill(template: str, numbers: list[str]) -> str:
 def template_texts(draw: st.DrawFn) -> str:
     """Lines drawn from two to four prose templates (``TEMPLATE_PROSE``) in random order or in
     turn, their numbers random (often equal: a line then repeats one before it exactly, which
-    is no inexact recurrence), counting up (items numbered in turn, which the counter rule may
+    recurs as well), counting up (items numbered in turn, which the counter rule may
     also take) or of a fixed width, with blank lines, short lines, lines without a number,
     numbered lines that are no prose, bursts of unnumbered lines (those whose digits are in a
     name or a year push a template out of the 16 lines a line recurs from and end a streak;

@@ -43,9 +43,10 @@ NEAR_LOOPS_MISSED = {
     "h09-server": "the count reaches 4 digits (data, no number) and the last word changes",
     "h13-server": "eight wordings of the echoed prompt: fewer than 1.5 lines per template",
     "h15-server": "lines of dates of 4 digits and more: data, no number, no exact repeat",
-    "h03-server": "numbered lines cycling in no fixed order, all copies: no line new as text",
 }
-TEMPLATE_LOOPS: dict[str, int] = {}
+# The near-loop the template-lines rule finds: the echoed prompt cycling through a few numbered
+# wordings in no fixed order, copies among them (`Write 20 numbered tips for shopping ...`).
+TEMPLATE_LOOPS = {"h03-server": 2426}
 
 
 def ids(label: str) -> list[str]:

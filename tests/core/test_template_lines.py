@@ -92,6 +92,26 @@ def test_items_cycling_in_no_fixed_order_hold_at_the_streaks_eighth_line() -> No
     assert "repeated 11 more lines (template_lines)" in trimmed.text
 
 
+def test_copies_of_a_few_numbered_lines_in_no_fixed_order_are_found() -> None:
+    # Each line recurs as a copy: no block repeats back to back, so no exact rule holds.
+    lines = [
+        "Step 3: check the server logs again.",
+        "Step 5: restart the web service now.",
+        "Step 7: clear the cache and retry.",
+    ]
+    order = [0, 1, 2, 1, 0, 2, 2, 1, 0, 1, 2, 0, 0, 1, 2, 1]
+    text = "".join(lines[i] + "\n" for i in order)
+    [found] = loopbreak.scan(text)
+    starts = [sum(len(lines[i]) + 1 for i in order[:k]) for k in range(len(order) + 1)]
+    assert (found.rule, found.start, found.block, found.repeats) == (
+        "template_lines",
+        starts[3],
+        lines[1],
+        13,
+    )
+    assert found.detected_at == starts[11]
+
+
 def test_items_of_a_heading_and_paragraph_are_remembered_as_items() -> None:
     # Each item is a numbered heading and two sentences with no digit: the lookback holds the
     # last 16 lines with a digit, so five places cycling over three-line items still recur.

@@ -731,28 +731,25 @@ class TemplateStreak:
 
 def template_verdict(
     rules: loopbreak.Rules, line: str, lookback: list[TemplateLine]
-) -> tuple[TemplateLine | None, bool | None, bool]:
+) -> tuple[TemplateLine | None, bool | None]:
     """How the line ``line`` (without its newline) reads after the remembered lines
     ``lookback`` (the ``TEMPLATE_LOOKBACK`` before it, or fewer): the line as remembered (None
-    if it is not remembered); True if it continues a streak, False if it ends one, None if
-    neither; and whether it recurs inexactly (its content equal to no line of ``lookback``)."""
+    if it is not remembered); and True if it continues a streak, False if it ends one, None if
+    neither."""
     content = rstrip_whitespace(line)
     fits = len(line) <= rules.max_long_period
     # Indented as Markdown indents code (a tab first, or four spaces): code, never numbered.
     code = content.startswith(("\t", "    "))
     has_digit = any(ch in DIGITS for ch in content)
     if len(content) < TEMPLATE_MIN_UNITS or not fits or code or not has_digit:
-        return None, None, False
+        return None, None
     tpl = template_mask(content) if template_numbers(content) else None
     remembered = TemplateLine(0, content, 0, tpl)
     if tpl is None:
         # Digits that are no number (a name, a year): code or data, which ends a streak.
-        return remembered, False, False
+        return remembered, False
     recurs = any(before.template == tpl for before in lookback)
-    if not recurs or not is_template_prose(content):
-        return remembered, False, False
-    inexact = all(before.content != content for before in lookback)
-    return remembered, True, inexact
+    return remembered, recurs and is_template_prose(content)
 
 
 def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
@@ -761,40 +758,33 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
     remembered_lines: list[TemplateLine] = []
     streaks: list[TemplateStreak] = []
     streak: list[TemplateLine] = []
-    inexact_seen = False
     held = 0
     start = 0
     for i, ch in enumerate(u):
         if ch != "\n":
             continue
         line = u[start:i]
-        remembered, verdict, inexact = template_verdict(
-            rules, line, remembered_lines[-TEMPLATE_LOOKBACK:]
-        )
+        remembered, verdict = template_verdict(rules, line, remembered_lines[-TEMPLATE_LOOKBACK:])
         if remembered is not None:
             remembered = dataclasses.replace(remembered, start=start, end=i + 1)
             remembered_lines.append(remembered)
         if verdict is True and remembered is not None:
             streak.append(remembered)
-            inexact_seen = inexact_seen or inexact
             distinct = len({member.template for member in streak})
             if (
                 held == 0
                 and len(streak) >= rules.template_min_lines
                 and 2 * len(streak) >= 3 * distinct
-                and inexact_seen
             ):
                 held = len(streak)
         elif verdict is False and streak:
             streaks.append(TemplateStreak(tuple(streak), held, tail=False))
-            streak, inexact_seen, held = [], False, 0
+            streak, held = [], 0
         start = i + 1
     if streak:
         tail = False
         if start < len(u):
-            _, verdict, _ = template_verdict(
-                rules, u[start:], remembered_lines[-TEMPLATE_LOOKBACK:]
-            )
+            _, verdict = template_verdict(rules, u[start:], remembered_lines[-TEMPLATE_LOOKBACK:])
             tail = verdict is True
         streaks.append(TemplateStreak(tuple(streak), held, tail))
     return streaks
@@ -809,16 +799,15 @@ def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     others are passed over entirely. A remembered line is numbered if it holds a number
     (``template_numbers``); its template is its content with each number masked
     (``template_mask``). A numbered line recurs when a numbered line of the
-    ``TEMPLATE_LOOKBACK`` remembered lines before it shares its template, inexactly when its
-    content also differs from every one of those lines'.
+    ``TEMPLATE_LOOKBACK`` remembered lines before it shares its template, whether its content
+    is new or a copy.
 
     A numbered line that recurs and is prose (``is_template_prose``) continues the streak, or
     starts one; any other remembered line (numbered but not recurring or not prose, or with
     digits that are no number) ends it and starts none; other lines neither continue nor end
-    it. The rule holds at the first line of a streak
-    where the streak has ``template_min_lines`` lines or more, at least 1.5 lines per distinct
-    template among them, and a line so far that recurred inexactly; a streak holds at most
-    once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
+    it. The rule holds at the first line of a streak where the streak has
+    ``template_min_lines`` lines or more and at least 1.5 lines per distinct template among
+    them; a streak holds at most once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
     ``repeats`` the streak's lines then; offline, the region runs to the newline of the streak's
     last line, or to the text's end if its last line, with no newline, would continue it."""
     out: list[Candidate] = []
