@@ -34,7 +34,7 @@
 //! lines before only through their digests (one vector compare of 16 keys), and read unit by
 //! unit (its template, its words) only when a key matches or while a streak runs. A remembered
 //! line with a digit that would leave the window is copied out of it first. Clean text costs
-//! 13-14% more instructions than without the rule (docs/benchmarks.md).
+//! 13% more instructions than without the rule (docs/benchmarks.md).
 
 use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
