@@ -28,11 +28,10 @@
 //!
 //! What a line costs. Most lines of source code are indented (one vector compare tells them
 //! apart), and most other lines of text hold no digit (one vector pass over the line): both are
-//! passed over. A line with a digit is
-//! summed, its units that are no digit and their count ([`Unit::non_digit_digest`]): lines of
-//! one template agree on that digest whatever their numbers, so it is compared with the 16
-//! lines before only through their digests (one vector compare of 16 keys), and read unit by
-//! unit (its template, its words) only when a key matches or while a streak runs. A remembered
+//! passed over. A line with a digit is summed, its units that are no digit and their count
+//! ([`Unit::non_digit_digest`]): lines of one template agree on that digest whatever their
+//! numbers, so it is compared with the lookback's lines only through their digests (one vector
+//! compare of 16 keys), and read unit by unit (its template, its words) only when a key matches or while a streak runs. A remembered
 //! line with a digit that would leave the window is copied out of it first. Clean text costs
 //! 13% more instructions than without the rule (docs/benchmarks.md).
 
