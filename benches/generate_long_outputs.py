@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from generate_outputs import PROMPTS, SAMPLED, append_output, done_ids, load_model
+from generate_outputs import PROMPTS, SAMPLED, complete_missing
 
 SHORT_OUTPUTS = Path(__file__).parent.parent / "tests" / "data" / "gemma3_270m_outputs.jsonl"
 MAX_TOKENS = 3000
@@ -64,11 +64,7 @@ def jobs() -> list[dict[str, Any]]:
 
 
 def main(out: Path, shard: int, shards: int) -> None:
-    done = done_ids(out)
-    model = load_model()
-    for row in jobs()[shard::shards]:
-        if row["id"] not in done:
-            append_output(model, out, row)
+    complete_missing(out, jobs()[shard::shards])
 
 
 if __name__ == "__main__":

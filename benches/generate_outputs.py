@@ -211,20 +211,28 @@ def append_output(model: llama_cpp.Llama, out: Path, row: dict[str, Any]) -> Non
     )
 
 
-def main(out: Path, shard: int, shards: int) -> None:
+def complete_missing(out: Path, rows: list[dict[str, Any]]) -> None:
+    """Completes each row whose id ``out`` does not hold yet, in order, appending it."""
     done = done_ids(out)
     model = load_model()
-    for output_id, _, lang, category, prompt, decoding, settings in jobs()[shard::shards]:
-        if output_id not in done:
-            row = {
-                "id": output_id,
-                "prompt": prompt,
-                "lang": lang,
-                "category": category,
-                "decoding": decoding,
-                "settings": settings,
-            }
+    for row in rows:
+        if row["id"] not in done:
             append_output(model, out, row)
+
+
+def main(out: Path, shard: int, shards: int) -> None:
+    rows = [
+        {
+            "id": output_id,
+            "prompt": prompt,
+            "lang": lang,
+            "category": category,
+            "decoding": decoding,
+            "settings": settings,
+        }
+        for output_id, _, lang, category, prompt, decoding, settings in jobs()[shard::shards]
+    ]
+    complete_missing(out, rows)
 
 
 if __name__ == "__main__":

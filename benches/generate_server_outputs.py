@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
-from generate_outputs import append_output, done_ids, load_model
+from generate_outputs import complete_missing
 
 # llama.cpp server defaults, with a fixed seed.
 SERVER = {
@@ -33,7 +34,7 @@ SERVER = {
     "seed": 11,
     "max_tokens": 700,
 }
-# (lang, category, prompt); ids hNN-server in this order.
+# (lang, category, prompt).
 PROMPTS = [
     (
         "en",
@@ -80,22 +81,20 @@ PROMPTS = [
 ]
 
 
-def main(out: Path) -> None:
-    done = done_ids(out)
-    model = load_model()
-    for n, (lang, category, prompt) in enumerate(PROMPTS, start=1):
-        row_id = f"h{n:02d}-server"
-        if row_id not in done:
-            row = {
-                "id": row_id,
-                "prompt": prompt,
-                "lang": lang,
-                "category": category,
-                "decoding": "server-defaults",
-                "settings": SERVER,
-            }
-            append_output(model, out, row)
+def jobs() -> list[dict[str, Any]]:
+    """One row to complete per prompt, ids ``hNN-server`` in the order of PROMPTS."""
+    return [
+        {
+            "id": f"h{n:02d}-server",
+            "prompt": prompt,
+            "lang": lang,
+            "category": category,
+            "decoding": "server-defaults",
+            "settings": SERVER,
+        }
+        for n, (lang, category, prompt) in enumerate(PROMPTS, start=1)
+    ]
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    complete_missing(Path(sys.argv[1]), jobs())

@@ -5,20 +5,15 @@ only: the model is not needed to run these tests."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 import loopbreak
-from support import model_labels
+from support import model_labels, model_outputs
 from support.shared_corpus import DEVELOPMENT_SET
 
-DATA = Path(__file__).resolve().parent.parent / "data"
-OUTPUTS = [
-    json.loads(line)
-    for line in (DATA / "gemma3_270m_outputs.jsonl").read_text(encoding="utf-8").splitlines()
-]
+OUTPUTS = model_outputs.load("gemma3_270m_outputs.jsonl")
 
 # Loops the default rules do not find yet, and clean outputs they flag, by id, with why. Each is
 # reported to the lead; the set is exact, so a change either way fails the test.
@@ -49,7 +44,7 @@ TEMPLATE_LOOPS = {"g01-sampled": 2440, "g17-sampled": 1212, "g12-sampled": 1554}
 
 
 def ids(label: str) -> list[str]:
-    return [str(output["id"]) for output in OUTPUTS if output["label"] == label]
+    return model_outputs.ids(OUTPUTS, label)
 
 
 def test_the_outputs_are_labelled_once_each() -> None:

@@ -6,20 +6,15 @@ what a scan finds; `trim` keeps the first lines and counts the rest."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 import loopbreak
+from support import model_outputs
 from support.issue_excerpts import EXCERPTS
-
-DATA = Path(__file__).resolve().parent.parent / "data"
 
 
 def outputs(name: str) -> dict[str, str]:
-    rows = [json.loads(line) for line in (DATA / name).read_text(encoding="utf-8").splitlines()]
-    return {str(row["id"]): str(row["text"]) for row in rows}
+    return {str(row["id"]): str(row["text"]) for row in model_outputs.load(name)}
 
 
 GEMMA = outputs("gemma3_270m_outputs.jsonl") | outputs("gemma3_270m_long_outputs.jsonl")
