@@ -14,26 +14,27 @@
 //! in the window at its newline whatever the chunking.
 //!
 //! The *lookback* is the latest [`LOOKBACK`] lines that hold an ASCII digit ([`in_lookback`]):
-//! lines between the numbered ones that hold none take no place in it, so an item of a heading
-//! and a paragraph is remembered as long as an item of one line. A numbered line *recurs* when a
-//! numbered line of the lookback shares its template, whether its text is new or a copy (a cycle
-//! of a few lines in no fixed order is no exact repetition for the exact rules). A streak is numbered lines that each recur and are prose ([`is_prose`]); a numbered
-//! line that does not recur, or is not prose, ends it, and so does a line of the lookback whose
-//! digits are no number (a name such as `Group1`, an id of four digits or more: code or data,
-//! between which a recurring template is no loop of prose); lines with no digit (or too short,
-//! too long, indented as code) neither continue nor end it. The rule holds at the first streak
-//! line where the streak has `template_min_lines` lines and at least [`LINES_PER_TEMPLATE`]
-//! lines per distinct template in it. The finding is the streak's first
-//! line: `start` where it starts, `block` its content, `repeats` the streak's lines.
+//! lines between the numbered ones that hold none take no place in it, so an item of a heading and
+//! a paragraph is remembered as long as an item of one line. A numbered line *recurs* when a
+//! numbered line of the lookback shares its template, whether its text is new or a copy (a cycle of
+//! a few lines in no fixed order is no exact repetition for the exact rules). A streak is numbered
+//! lines that each recur and are prose ([`is_prose`]); a numbered line that does not recur, or is
+//! not prose, ends it, and so does a line of the lookback whose digits are no number (a name such
+//! as `Group1`, an id of four digits or more: code or data, between which a recurring template is
+//! no loop of prose); lines with no digit (or too short, too long, indented as code) neither
+//! continue nor end it. The rule holds at the first streak line where the streak has
+//! `template_min_lines` lines and at least [`LINES_PER_TEMPLATE`] lines per distinct template in
+//! it. The finding is the streak's first line: `start` where it starts, `block` its content,
+//! `repeats` the streak's lines.
 //!
-//! What a line costs. Most lines of source code are indented (one vector compare tells them
-//! apart), and most other lines of text hold no digit (one vector pass over the line): both are
-//! passed over. A line with a digit is summed, its units that are no digit and their count
-//! ([`Unit::non_digit_digest`]): lines of one template agree on that digest whatever their
-//! numbers, so it is compared with the lookback's lines only through their digests (one vector
-//! compare of 16 keys), and read unit by unit (its template, its words) only when a key matches or while a streak runs. A remembered
-//! line with a digit that would leave the window is copied out of it first. Clean text costs
-//! 13% more instructions than without the rule (docs/benchmarks.md).
+//! What a line costs. Most lines of source code are indented (one vector compare tells them apart),
+//! and most other lines of text hold no digit (one vector pass over the line): both are passed
+//! over. A line with a digit is summed, its units that are no digit and their count
+//! ([`Unit::non_digit_digest`]): lines of one template agree on that digest whatever their numbers,
+//! so it is compared with the lookback's lines only through their digests (one vector compare of 16
+//! keys), and read unit by unit (its template, its words) only when a key matches or while a streak
+//! runs. A remembered line with a digit that would leave the window is copied out of it first.
+//! Clean text costs 13% more instructions than without the rule (docs/benchmarks.md).
 
 use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
@@ -409,7 +410,7 @@ pub(crate) fn in_lookback(content: &[u32], span: usize, rules: &Rules) -> bool {
 
 /// Whether a line starts as Markdown indents code: a tab, or four spaces.
 fn code_indented(line: &[u32]) -> bool {
-    line.first() == Some(&u32::from(b'\t')) || line.iter().take(4).filter(|&&u| u == u32::from(b' ')).count() == 4
+    line.first() == Some(&u32::from(b'\t')) || line.starts_with(&[u32::from(b' '); 4])
 }
 
 /// Writes the template of `line` (its numbers masked) into `template`; whether it holds a number
