@@ -178,8 +178,32 @@ def keymap() -> str:
         # Comments of a few templates recurring between lines of code whose digits are in names:
         # such a line ends a streak (an X keyboard map of /usr/share/X11/xkb has this shape).
         keymap(),
+        # A table of device names by id: each row's words are the rows' before it, with the
+        # four-digit id (data, no number) new every row or two (libdrm's amdgpu.ids has this
+        # shape). A rule of rows that add no word, or one reading four-digit ids as numbers, would
+        # flag it.
+        "".join(
+            f"{6600 + n // 2},\t{n % 2 * 81:02d},\tAcme Graphics R{5 + n % 3} {200 + n % 4 * 40} Series\n"
+            for n in range(48)
+        ),
+        # SQL functions of one template: the recurring line of words sits between recurring
+        # lines that are no prose, which end a streak (postgresql's system_functions.sql).
+        "".join(
+            f"CREATE OR REPLACE FUNCTION {a}_pl_{b}({a}, {b})\n RETURNS {b}\n LANGUAGE sql\n"
+            " IMMUTABLE PARALLEL SAFE STRICT COST 1\nRETURN $2 + $1;\n\n"
+            for a in ("date", "time", "interval", "timetz")
+            for b in ("date", "time", "interval", "timestamp")
+        ),
     ],
-    ids=["distinct items", "reasoning trace", "indented as code", "table rows", "keymap"],
+    ids=[
+        "distinct items",
+        "reasoning trace",
+        "indented as code",
+        "table rows",
+        "keymap",
+        "table of names by id",
+        "sql functions",
+    ],
 )
 def test_text_that_only_looks_like_it_has_no_finding(text: str) -> None:
     assert [f.rule for f in loopbreak.scan(text)] == []
