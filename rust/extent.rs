@@ -7,7 +7,9 @@ use crate::counters::{counts_on, cycle_lines_of};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
-use crate::template_lines::{in_lookback, is_prose, template_of, LOOKBACK};
+use crate::template_lines::{
+    in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LOOKBACK,
+};
 
 /// A region as far as it reaches in the whole text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -169,8 +171,10 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
 /// Where each line of the finding's streak of template lines ends (after its newline, or the
 /// text's end for a last line the text ends in that continues it), read as the rule reads: from
 /// the [`LOOKBACK`] lines of the lookback ([`in_lookback`]) before its first line on, each such
-/// line from the first on continues the streak if it is numbered, recurs by template to one of
-/// the [`LOOKBACK`] such lines before it and is prose, and ends it otherwise; other lines pass.
+/// line from the first on continues the streak if it is numbered, prose, and recurs by template
+/// to one of the [`LOOKBACK`] such lines before it or is a near-copy (two of them share a
+/// template, and nothing in the text since the latest of them is new: [`nothing_new`]), and ends
+/// it otherwise; other lines pass.
 pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Vec<u64> {
     let start = finding.start as usize;
     let from = lookback_start(units, rules, start);
@@ -178,19 +182,30 @@ pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding:
     let mut lookback: std::collections::VecDeque<Option<Vec<u32>>> = std::collections::VecDeque::new();
     let mut ends = Vec::new();
     let mut template = Vec::new();
+    // The end of the content of the latest line of the lookback: where the stretch a line closes
+    // starts.
+    let mut gap_start = from as u64;
     for line in lines_from(units, from) {
         let content = content_of(units, line.start, line.content_end);
+        let x = (line.end - usize::from(line.terminated)) as u64;
         if !in_lookback(&content, line.end - usize::from(line.terminated) - line.start, rules) {
             continue;
         }
         let numbered = template_of(&content, &mut template);
         if line.start >= start {
-            if numbered && lookback.contains(&Some(template.clone())) && is_prose(&content) {
+            let recurs = lookback.contains(&Some(template.clone()))
+                || (templates_shared(lookback.make_contiguous())
+                    && near_memory_start(gap_start, x, rules).is_some_and(|memory| {
+                        let (memory, gap) = (memory as usize, gap_start as usize);
+                        nothing_new(&content_of(units, memory, gap), &content_of(units, gap, x as usize))
+                    }));
+            if numbered && recurs && is_prose(&content) {
                 ends.push(line.end as u64);
             } else {
                 break;
             }
         }
+        gap_start = line.content_end as u64;
         lookback.push_back(numbered.then(|| template.clone()));
         if lookback.len() > LOOKBACK {
             lookback.pop_front();

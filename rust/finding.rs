@@ -128,8 +128,9 @@ impl Rule {
                 period: "units in the streak's first line without its newline and trailing whitespace",
                 thresholds: &["max_long_period", "template_min_lines"],
                 description: "Prose lines with numbers drawn from a few templates (numbers masked), each \
-                              recurring among the 16 lines before it, in or out of order: numbered items \
-                              cycling, a dated line echoed again and again.",
+                              recurring among the 16 lines before it, in or out of order, or reworded \
+                              from nothing the text before it lacks: numbered items cycling, a dated line \
+                              echoed again and again, a prompt echoed in new wordings.",
             },
         }
     }

@@ -5,7 +5,9 @@ use crate::classes::{BlockClass, PACKED_CONTEXT};
 use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
-use crate::template_lines::{in_lookback, is_prose, template_of, LINES_PER_TEMPLATE, LOOKBACK};
+use crate::template_lines::{
+    in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LINES_PER_TEMPLATE, LOOKBACK,
+};
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
 /// its region reaches by time t.
@@ -260,9 +262,11 @@ fn counter_candidate(
 /// (`in_lookback`: content, trailing whitespace dropped, of `MIN_UNITS` units or more with a digit,
 /// fitting `max_long_period`, not indented as code), each with its template if it is numbered
 /// (holds a number). A numbered line that recurs (its template among those of the `LOOKBACK` such
-/// lines before it) and is prose continues the streak or starts one; any other of these lines ends
-/// it; all other lines pass. The streak holds at its first line with `template_min_lines` lines and
-/// 1.5 lines per distinct template. Offline, a last line the text ends in (no newline) is read as
+/// lines before it) or is a near-copy (two of those share a template, and nothing in the text
+/// since the latest of them is new after the memory before it), and is prose, continues the
+/// streak or starts one; any other of these lines ends it; all other lines pass. The streak holds
+/// at its first line with `template_min_lines` lines and 1.5 lines per distinct template (as the
+/// rule numbers templates; a near-copy counts none). Offline, a last line the text ends in (no newline) is read as
 /// if a newline ended it.
 fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     struct Read {
@@ -315,17 +319,40 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             claim_steps: steps,
         });
     };
+    // The number of each line's template, as the rule numbers them: a line that recurs takes that
+    // of the latest line of its template in its lookback (a new one if that line has none); a
+    // near-copy and any other line none (0). Lines of one template in a streak may so count as
+    // two templates, where a near-copy of it started a second chain.
+    let mut numbers = vec![0u32; lines.len()];
+    let mut made = 0;
     for k in 0..lines.len() {
         let lookback = &lines[k.saturating_sub(LOOKBACK)..k];
-        let recurs = lines[k]
-            .template
-            .as_ref()
-            .is_some_and(|template| lookback.iter().any(|line| line.template.as_ref() == Some(template)));
+        let recurs_to = lines[k].template.as_ref().and_then(|template| {
+            (k.saturating_sub(LOOKBACK)..k).rev().find(|&j| lines[j].template.as_ref() == Some(template))
+        });
+        if let Some(j) = recurs_to {
+            if numbers[j] == 0 {
+                made += 1;
+                numbers[j] = made;
+            }
+            numbers[k] = numbers[j];
+        }
+        // A near-copy: two lines of the lookback share a template, and the text since the latest
+        // of them brings nothing new after the memory before it.
+        let gap_start = k.checked_sub(1).map_or(0, |j| lines[j].start + lines[j].content.len());
+        let x = if terminated(&lines[k]) { lines[k].end - 1 } else { lines[k].end };
+        let templates: Vec<Option<Vec<u32>>> = lookback.iter().map(|line| line.template.clone()).collect();
+        let near = || {
+            templates_shared(&templates)
+                && near_memory_start(gap_start as u64, x as u64, rules)
+                    .is_some_and(|memory| nothing_new(&units[memory as usize..gap_start], &units[gap_start..x]))
+        };
+        let recurs = lines[k].template.is_some() && (recurs_to.is_some() || near());
         // A streak line only counts toward holding when a newline ends it (streaming reads no other).
         if recurs && is_prose(&lines[k].content) {
             streak.push(k);
-            let mut distinct: Vec<&Vec<u32>> = streak.iter().filter_map(|&i| lines[i].template.as_ref()).collect();
-            distinct.sort();
+            let mut distinct: Vec<u32> = streak.iter().map(|&i| numbers[i]).filter(|&n| n != 0).collect();
+            distinct.sort_unstable();
             distinct.dedup();
             let (per, of) = LINES_PER_TEMPLATE;
             let n = streak.len() as u64;

@@ -17,7 +17,14 @@
 //! lines between the numbered ones that hold none take no place in it, so an item of a heading and
 //! a paragraph is remembered as long as an item of one line. A numbered line *recurs* when a
 //! numbered line of the lookback shares its template, whether its text is new or a copy (a cycle of
-//! a few lines in no fixed order is no exact repetition for the exact rules). A streak is numbered
+//! a few lines in no fixed order is no exact repetition for the exact rules), and it recurs as a
+//! *near-copy* when two numbered lines of the lookback share a template and nothing in the text
+//! since the latest line of the lookback is new, its own line included: each token of it is one of
+//! the [`NEAR_MEMORY`] units' before that stretch ([`nothing_new`]; a prompt echoed in a new
+//! wording of its own words, where a row of a table or of a reference brings a new name or id).
+//! The stretch is [`NEAR_STRETCH`] units at most: a model's near-copies follow each other,
+//! where prose between numbered lines runs on (and would cost its reading).
+//! A near-copy counts no template. A streak is numbered
 //! lines that each recur and are prose ([`is_prose`]); a numbered line that does not recur, or is
 //! not prose, ends it, and so does a line of the lookback whose digits are no number (a name such
 //! as `Group1`, an id of four digits or more: code or data, between which a recurring template is
@@ -33,8 +40,13 @@
 //! ([`Unit::non_digit_digest`]): lines of one template agree on that digest whatever their numbers,
 //! so it is compared with the lookback's lines only through their digests (one vector compare of 16
 //! keys), and read unit by unit (its template, its words) only when a key matches or while a streak
-//! runs. A remembered line with a digit that would leave the window is copied out of it first.
-//! Clean text costs 13% more instructions than without the rule (docs/benchmarks.md).
+//! runs. While two lines of the lookback share a template (one compare tells whether two lines
+//! have a template's number at all), a line whose key matches none may be a near-copy: it is read
+//! on a path of its own, which builds no template, when the stretch is short enough, its prose
+//! first, then its stretch's tokens, each searched in the memory a block of units at a time; the
+//! stretch and its memory are read from the window (they fit `max_long_period`, which it holds).
+//! A remembered line with a digit that would leave the window is copied out of it first. Clean
+//! text costs 13-15% more instructions than without the rule (docs/benchmarks.md).
 
 use crate::classes::{classify, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
@@ -58,6 +70,12 @@ pub const MAX_DIGITS: usize = 3;
 
 /// What a number is replaced with in a template: no code point.
 const MASK: u32 = u32::MAX;
+
+/// The units before a stretch that a near-copy is read against ([`nothing_new`]).
+pub const NEAR_MEMORY: u64 = 1024;
+
+/// The longest stretch a near-copy closes (units from the lookback's latest line to its newline).
+pub const NEAR_STRETCH: u64 = 256;
 
 /// What the end of a line did to the streak of template lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,6 +143,9 @@ pub struct TemplateLines {
     keys: [u32; LOOKBACK],
     /// Bit `i`: `lookback[i]` holds a digit (it may be numbered).
     with_digit: u32,
+    /// Bit `i`: `lookback[i]` has a template's number (it recurred, was recurred to, or is a
+    /// near-copy).
+    with_template: u32,
     /// The slot the next line goes in.
     next: usize,
     /// Where the oldest remembered line with a digit not copied yet may start (a lower bound;
@@ -142,6 +163,7 @@ impl TemplateLines {
             lookback: std::array::from_fn(|_| empty.clone()),
             keys: [0; LOOKBACK],
             with_digit: 0,
+            with_template: 0,
             next: 0,
             uncopied_from: u64::MAX,
             streak: None,
@@ -217,11 +239,72 @@ impl TemplateLines {
         let matches = self.key_matches(key);
         if matches == 0 && self.streak.is_none() {
             // It may be numbered, but it recurs to no line and no streak runs: it changes
-            // nothing yet, and is read if a later line's key matches its own.
+            // nothing yet, and is read if a later line's key matches its own, unless it is a
+            // near-copy, which needs two lines of the lookback that share a template.
+            if self.templates_shared() {
+                return self.read_near_copy(start, content_len, key, x, window);
+            }
             self.remember(start, content_len, Some(key));
             return None;
         }
-        self.read_line(start, content_len, key, matches, window)
+        self.read_line(start, content_len, key, matches, x, window)
+    }
+
+    /// Where the stretch a line closes starts: at the end of the latest remembered line's
+    /// content (derived, where a position kept for it would be written for every line).
+    fn gap_start(&self) -> u64 {
+        let latest = &self.lookback[(self.next + LOOKBACK - 1) % LOOKBACK];
+        latest.start + latest.len
+    }
+
+    /// A line with a digit that recurs to no line while no streak runs, and may be a near-copy:
+    /// it starts a streak if it is one.
+    #[cold]
+    #[inline(never)]
+    fn read_near_copy<T: Unit>(
+        &mut self,
+        start: u64,
+        content_len: u64,
+        key: u32,
+        x: u64,
+        window: &Window<T>,
+    ) -> Option<TemplateEvent> {
+        if x - self.gap_start() > NEAR_STRETCH {
+            self.remember(start, content_len, Some(key));
+            return None;
+        }
+        let line = window.units(start, start + content_len);
+        let event =
+            (holds_number(&line) && self.is_near_copy(&line, x, window)).then(|| self.continue_streak(start, &line, 0));
+        let new = self.remember(start, content_len, Some(key));
+        if event.is_some() {
+            self.lookback[new].prose = Prose::Yes;
+        }
+        event
+    }
+
+    /// Whether two lines of the lookback share a template: lines of one template share its
+    /// number, and no two templates share one. One compare while fewer than two lines have
+    /// a number, as in nearly all clean text.
+    #[inline(always)]
+    fn templates_shared(&self) -> bool {
+        let mut bits = self.with_template;
+        // Fewer than two bits set (a count of ones is no one instruction on every x86-64).
+        if bits & bits.wrapping_sub(1) == 0 {
+            return false;
+        }
+        let mut seen = [0u32; LOOKBACK];
+        let mut n = 0;
+        while bits != 0 {
+            let template = self.lookback[bits.trailing_zeros() as usize].template;
+            if seen[..n].contains(&template) {
+                return true;
+            }
+            seen[n] = template;
+            n += 1;
+            bits &= bits - 1;
+        }
+        false
     }
 
     /// The slots of the lookback whose line has a digit and the key `key`.
@@ -239,6 +322,7 @@ impl TemplateLines {
         let line = &mut self.lookback[slot];
         (line.start, line.len, line.template, line.prose) = (start, len, 0, Prose::Unknown);
         line.copy = None;
+        self.with_template &= !(1 << slot);
         match key {
             Some(key) => {
                 self.keys[slot] = key;
@@ -259,6 +343,7 @@ impl TemplateLines {
         content_len: u64,
         key: u32,
         matches: u32,
+        x: u64,
         window: &Window<T>,
     ) -> Option<TemplateEvent> {
         let line = window.units(start, start + content_len);
@@ -281,6 +366,12 @@ impl TemplateLines {
             }
         }
         let event = match recurs_to {
+            None if numbered && self.is_near_copy(&line, x, window) => {
+                let event = Some(self.continue_streak(start, &line, 0));
+                let new = self.remember(start, content_len, Some(key));
+                self.lookback[new].prose = Prose::Yes;
+                return event;
+            }
             // No number (read while a streak runs), or no line it recurs to: the streak ends.
             None => self.streak.take().map(|_| TemplateEvent::Broken),
             Some(slot) => {
@@ -297,6 +388,7 @@ impl TemplateLines {
                 if self.lookback[slot].template == 0 {
                     self.templates_made += 1;
                     self.lookback[slot].template = self.templates_made;
+                    self.with_template |= 1 << slot;
                 }
                 self.lookback[slot].prose = prose;
                 let template = self.lookback[slot].template;
@@ -307,6 +399,7 @@ impl TemplateLines {
                 };
                 let new = self.remember(start, content_len, Some(key));
                 (self.lookback[new].template, self.lookback[new].prose) = (template, prose);
+                self.with_template |= 1 << new;
                 return event;
             }
         };
@@ -318,7 +411,21 @@ impl TemplateLines {
         event
     }
 
-    /// A prose line of template `template` that recurs goes on with the streak, or starts one.
+    /// Whether a numbered line that recurs to no line of the lookback, ended at the newline `x`,
+    /// is a near-copy: two lines of the lookback share a template, it is prose, and the stretch
+    /// from the end of the latest remembered line ([`Self::gap_start`]) to `x` brings nothing
+    /// new after the [`NEAR_MEMORY`] units before it ([`near_memory_start`], [`nothing_new`]).
+    fn is_near_copy<T: Unit>(&self, line: &[u32], x: u64, window: &Window<T>) -> bool {
+        if !self.templates_shared() {
+            return false;
+        }
+        let gap_start = self.gap_start();
+        let Some(from) = near_memory_start(gap_start, x, &self.rules) else { return false };
+        is_prose(line) && nothing_new(&window.units(from, gap_start), &window.units(gap_start, x))
+    }
+
+    /// A prose line that recurs goes on with the streak, or starts one: `template` is the number
+    /// of its template if it recurs to a line of it, 0 for a near-copy (which counts no template).
     fn continue_streak(&mut self, start: u64, line: &[u32], template: u32) -> TemplateEvent {
         let streak = self.streak.get_or_insert_with(|| Streak {
             lines: 0,
@@ -328,7 +435,7 @@ impl TemplateLines {
             first_line: line.to_vec(),
         });
         streak.lines += 1;
-        if !streak.templates.contains(&template) {
+        if template != 0 && !streak.reached && !streak.templates.contains(&template) {
             streak.templates.push(template);
         }
         let (per, of) = LINES_PER_TEMPLATE;
@@ -416,11 +523,19 @@ fn code_indented(line: &[u32]) -> bool {
 /// Writes the template of `line` (its numbers masked) into `template`; whether it holds a number
 /// and so is numbered (unless it is indented as code: a tab first, or four spaces).
 pub(crate) fn template_of(line: &[u32], template: &mut Vec<u32>) -> bool {
-    template.clear();
     if code_indented(line) {
+        template.clear();
         template.extend_from_slice(line);
         return false;
     }
+    mask_numbers(line, template)
+}
+
+/// Writes `line` with its numbers masked into `template`; whether it holds a number.
+fn mask_numbers(line: &[u32], template: &mut Vec<u32>) -> bool {
+    template.clear();
+    // Once: pushed a unit at a time, an empty vector would grow (and be copied) again and again.
+    template.reserve(line.len());
     let mut numbered = false;
     let mut i = 0;
     while i < line.len() {
@@ -429,20 +544,129 @@ pub(crate) fn template_of(line: &[u32], template: &mut Vec<u32>) -> bool {
             i += 1;
             continue;
         }
-        let run = i;
-        while i < line.len() && is_digit(line[i]) {
-            i += 1;
-        }
-        let touches_letter = (run > 0 && is_letter(line[run - 1])) || (i < line.len() && is_letter(line[i]));
-        if touches_letter || i - run > MAX_DIGITS {
-            template.extend_from_slice(&line[run..i]);
-        } else {
+        let (end, number) = digit_run(line, i);
+        if number {
             template.push(MASK);
             numbered = true;
+        } else {
+            template.extend_from_slice(&line[i..end]);
         }
+        i = end;
     }
     numbered
 }
+
+/// Whether `line` holds a number, as [`mask_numbers`] finds them (without writing a template).
+fn holds_number(line: &[u32]) -> bool {
+    let mut i = 0;
+    while i < line.len() {
+        if !is_digit(line[i]) {
+            i += 1;
+            continue;
+        }
+        let (end, number) = digit_run(line, i);
+        if number {
+            return true;
+        }
+        i = end;
+    }
+    false
+}
+
+/// The run of digits from `run` (a digit after none): where it ends, and whether it is a number
+/// (at most [`MAX_DIGITS`] digits, touching no letter).
+fn digit_run(line: &[u32], run: usize) -> (usize, bool) {
+    let end = run + line[run..].iter().take_while(|&&u| is_digit(u)).count();
+    let touches_letter = (run > 0 && is_letter(line[run - 1])) || (end < line.len() && is_letter(line[end]));
+    (end, !touches_letter && end - run <= MAX_DIGITS)
+}
+
+/// Whether two numbered lines of `lookback` (templates; `None`: no number) share a template.
+pub(crate) fn templates_shared(lookback: &[Option<Vec<u32>>]) -> bool {
+    let mut numbered: Vec<&Vec<u32>> = lookback.iter().flatten().collect();
+    numbered.sort();
+    numbered.windows(2).any(|pair| pair[0] == pair[1])
+}
+
+/// Where the memory of a near-copy's stretch starts: [`NEAR_MEMORY`] units before `gap_start`
+/// (or the text's start), if the memory and the stretch up to the newline `x` fit
+/// `max_long_period` units, which the window always holds; `None` (no near-copy) otherwise.
+pub(crate) fn near_memory_start(gap_start: u64, x: u64, rules: &Rules) -> Option<u64> {
+    let from = gap_start.saturating_sub(NEAR_MEMORY);
+    (x - gap_start <= NEAR_STRETCH && x - from <= u64::from(rules.max_long_period)).then_some(from)
+}
+
+/// Whether `stretch` brings nothing new after `memory`: each of its tokens is one of memory's.
+/// Tokens are runs of non-whitespace stripped of stops, brackets, quotes and emphasis
+/// ([`TOKEN_EDGE`]) at both ends, with their numbers masked ([`mask_numbers`]: a number
+/// touches no letter inside its token as inside its line); case is kept. The stretch is read a
+/// token at a time up to its first new one, each looked for in memory where its first unit
+/// occurs: in clean text a new token comes within a few, so most calls read memory a few times.
+/// A token with no digit is looked for in memory as it is (it cannot occur where memory's numbers
+/// are masked: a mask is no edge, as a digit is none); one with a digit, once every other token
+/// is known, among memory's tokens with a digit, each masked.
+pub(crate) fn nothing_new(memory: &[u32], stretch: &[u32]) -> bool {
+    let mut with_digit = Vec::new();
+    // From the line back: a clean line's own words are the likeliest to be new.
+    for token in tokens(stretch).rev() {
+        if token.iter().any(|&u| is_digit(u)) {
+            with_digit.push(token);
+        } else if !holds_token(memory, token) {
+            return false;
+        }
+    }
+    // A token with a digit can only be one of memory's tokens with a digit, masked alike.
+    let (mut wanted, mut known) = (Vec::new(), Vec::new());
+    with_digit.iter().all(|token| {
+        mask_numbers(token, &mut wanted);
+        tokens(memory).filter(|other| other.iter().any(|&u| is_digit(u))).any(|other| {
+            mask_numbers(other, &mut known);
+            known == wanted
+        })
+    })
+}
+
+/// Whether `text` holds `token` as a token: where it occurs, the units between it and the
+/// whitespace (or the text's ends) on either side are all edges.
+fn holds_token(text: &[u32], token: &[u32]) -> bool {
+    let mut from = 0;
+    while let Some(i) = find(&text[from..], token[0]) {
+        let at = from + i;
+        from = at + 1;
+        let end = at + token.len();
+        if end > text.len() || text[at..end] != *token {
+            continue;
+        }
+        let edges_before = text[..at].iter().rev().take_while(|&&u| !is_whitespace(u)).all(|&u| in_set(u, TOKEN_EDGE));
+        let edges_after = text[end..].iter().take_while(|&&u| !is_whitespace(u)).all(|&u| in_set(u, TOKEN_EDGE));
+        if edges_before && edges_after {
+            return true;
+        }
+    }
+    false
+}
+
+/// Where `unit` first occurs in `text`: compared a block at a time, which the compiler turns
+/// into vector compares (memory is read for each token of a stretch).
+fn find(text: &[u32], unit: u32) -> Option<usize> {
+    const BLOCK: usize = 16;
+    let mut blocks = text.chunks(BLOCK);
+    let block = blocks.position(|block| block.iter().fold(false, |seen, &u| seen | (u == unit)))?;
+    let at = block * BLOCK;
+    text[at..].iter().position(|&u| u == unit).map(|i| at + i)
+}
+
+fn tokens(units: &[u32]) -> impl DoubleEndedIterator<Item = &[u32]> {
+    units.split(|&u| is_whitespace(u)).filter_map(|token| {
+        let lead = token.iter().take_while(|&&u| in_set(u, TOKEN_EDGE)).count();
+        let trail = token[lead..].iter().rev().take_while(|&&u| in_set(u, TOKEN_EDGE)).count();
+        (lead + trail < token.len()).then(|| &token[lead..token.len() - trail])
+    })
+}
+
+/// What a token is stripped of at both ends before it is compared: stops, brackets, quotes,
+/// emphasis.
+const TOKEN_EDGE: u128 = ascii_set(b".,;:!?()[]{}\"'*_`<>");
 
 /// Whether a line reads as prose: six or more CJK, kana or hangul units, or at least three
 /// words with at most one other token per three words (numbers and list marks are neither).
@@ -455,10 +679,10 @@ pub(crate) fn is_prose(line: &[u32]) -> bool {
     if wide >= 6 {
         return true;
     }
-    let tokens: Vec<&[u32]> = line.split(|&u| is_whitespace(u)).filter(|token| !token.is_empty()).collect();
+    let mut tokens = line.split(|&u| is_whitespace(u)).filter(|token| !token.is_empty()).peekable();
     let (mut words, mut others) = (0u64, 0u64);
-    for (i, token) in tokens.iter().enumerate() {
-        if is_word(token, i + 1 == tokens.len()) {
+    while let Some(token) = tokens.next() {
+        if is_word(token, tokens.peek().is_none()) {
             words += 1;
         } else if !is_number_token(token) && !is_mark(token) {
             others += 1;
@@ -467,34 +691,62 @@ pub(crate) fn is_prose(line: &[u32]) -> bool {
     words >= 3 && 3 * others <= words
 }
 
-fn is_any(unit: u32, of: &str) -> bool {
-    char::from_u32(unit).is_some_and(|c| of.contains(c))
+/// A set of ASCII units as a mask: one test per unit where a search of a string is a loop.
+const fn ascii_set(units: &[u8]) -> u128 {
+    let mut set = 0;
+    let mut i = 0;
+    while i < units.len() {
+        set |= 1 << units[i];
+        i += 1;
+    }
+    set
 }
 
+#[inline(always)]
+fn in_set(unit: u32, set: u128) -> bool {
+    unit < 128 && (set >> unit) & 1 == 1
+}
+
+const WORD_OPENING: u128 = ascii_set(b"([\"'*_`");
+const WORD_CLOSING: u128 = ascii_set(b")]\"'*_`.,;:!?");
+const WORD_JOINING: u128 = ascii_set(b"'-");
+const NUMBER_OPENING: u128 = ascii_set(b"([#$");
+const NUMBER_INNER: u128 = ascii_set(b".,:/%-");
+const NUMBER_CLOSING: u128 = ascii_set(b")].,;:!?");
+
 fn is_word(token: &[u32], last: bool) -> bool {
-    let lead = token.iter().take_while(|&&u| is_any(u, "([\"'*_`")).count();
-    let trail = token[lead..].iter().rev().take_while(|&&u| is_any(u, ")]\"'*_`.,;:!?")).count();
+    if !last && token.last() == Some(&u32::from(b':')) {
+        return false;
+    }
+    let lead = token.iter().take_while(|&&u| in_set(u, WORD_OPENING)).count();
+    let trail = token[lead..].iter().rev().take_while(|&&u| in_set(u, WORD_CLOSING)).count();
     let core = &token[lead..token.len() - trail];
-    let letters = core.iter().filter(|&&u| is_letter(u)).count();
-    let joined = !core.is_empty()
-        && is_letter(core[0])
-        && is_letter(core[core.len() - 1])
-        && core.windows(2).all(|pair| is_letter(pair[0]) || is_letter(pair[1]))
-        && core.iter().all(|&u| is_letter(u) || is_any(u, "'’-"));
-    let camel = token.windows(2).any(|pair| {
-        char::from_u32(pair[0]).is_some_and(|c| c.is_ascii_lowercase())
-            && char::from_u32(pair[1]).is_some_and(|c| c.is_ascii_uppercase())
-    });
-    let short_word = matches!(token, [u] if is_any(*u, "aAI"));
-    joined && (letters >= 2 || short_word) && !camel && (last || token.last() != Some(&u32::from(b':')))
+    // One pass: letters, joined by one joining unit at a time, no lowercase letter before an
+    // uppercase one (camel case, which only letters of the core can make).
+    let (mut letters, mut after_letter, mut after_lower) = (0, false, false);
+    for &u in core {
+        let letter = is_letter(u);
+        if letter {
+            letters += 1;
+        } else if !after_letter || !(in_set(u, WORD_JOINING) || u == u32::from('’')) {
+            return false;
+        }
+        if after_lower && u.wrapping_sub(u32::from(b'A')) < 26 {
+            return false;
+        }
+        after_lower = u.wrapping_sub(u32::from(b'a')) < 26;
+        after_letter = letter;
+    }
+    let short_word = matches!(token, [u] if [u32::from(b'a'), u32::from(b'A'), u32::from(b'I')].contains(u));
+    after_letter && (letters >= 2 || short_word)
 }
 
 fn is_number_token(token: &[u32]) -> bool {
-    let lead = token.iter().take_while(|&&u| is_any(u, "([#$")).count();
+    let lead = token.iter().take_while(|&&u| in_set(u, NUMBER_OPENING)).count();
     let rest = &token[lead..];
     let Some((&first, rest)) = rest.split_first() else { return false };
-    let body = rest.iter().take_while(|&&u| is_digit(u) || is_any(u, ".,:/%-")).count();
-    is_digit(first) && rest[body..].iter().all(|&u| is_any(u, ")].,;:!?"))
+    let body = rest.iter().take_while(|&&u| is_digit(u) || in_set(u, NUMBER_INNER)).count();
+    is_digit(first) && rest[body..].iter().all(|&u| in_set(u, NUMBER_CLOSING))
 }
 
 fn is_mark(token: &[u32]) -> bool {

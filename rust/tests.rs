@@ -565,10 +565,12 @@ fn counter_templates_are_found_and_numbered_lists_are_not() {
 /// Texts of template lines: lines drawn in random order from a few templates, prose and not,
 /// with numbers of any width (some touching letters, so no number), among lines with no number,
 /// lines indented as code, short lines, blank lines and exact repeats, some longer than the
-/// small rules' lines may be.
+/// small rules' lines may be; templates that reorder another's words (near-copies of it).
 fn random_template_text(rng: &mut Rng) -> Vec<u32> {
-    const TEMPLATES: [&str; 13] = [
+    const TEMPLATES: [&str; 15] = [
         "Day # we go to the sea",
+        "we go to the sea Day #",
+        "At the # cat is fed",
         "Back in 19# we sailed home",
         "    Day # we go to the sea",
         "\tWe saw # red birds",

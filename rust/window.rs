@@ -168,7 +168,11 @@ impl<T: Unit> Window<T> {
     /// The units `from..to`, oldest first.
     pub fn units(&self, from: u64, to: u64) -> Vec<u32> {
         let (a, b) = self.slices(from, to);
-        a.iter().chain(b).map(|&unit| unit.into()).collect()
+        // One slice after the other: a chained iterator is copied a unit at a time.
+        let mut units = Vec::with_capacity(a.len() + b.len());
+        units.extend(a.iter().map(|&unit| -> u32 { unit.into() }));
+        units.extend(b.iter().map(|&unit| -> u32 { unit.into() }));
+        units
     }
 
     /// The first position in `from..to` whose unit differs from the one `period` before it, or

@@ -394,27 +394,61 @@ fn numbered_template(line: &[u32], rules: &Rules) -> Option<Vec<u32>> {
     if !remembered_line(line, rules) {
         return None;
     }
-    let content = trim_trailing_ws(line);
+    let template = masked_numbers(trim_trailing_ws(line));
+    template.contains(&u32::MAX).then_some(template)
+}
+
+/// `line` with each number (a run of one to three ASCII digits touching no letter) masked.
+fn masked_numbers(line: &[u32]) -> Vec<u32> {
     let letter = |u: u32| char::from_u32(u).is_some_and(char::is_alphabetic);
     let mut template = Vec::new();
-    let mut numbered = false;
     let mut i = 0;
-    while i < content.len() {
+    while i < line.len() {
         let run = i;
-        while i < content.len() && is_digit(content[i]) {
+        while i < line.len() && is_digit(line[i]) {
             i += 1;
         }
         if run == i {
-            template.push(content[i]);
+            template.push(line[i]);
             i += 1;
-        } else if (run > 0 && letter(content[run - 1])) || (i < content.len() && letter(content[i])) || i - run > 3 {
-            template.extend_from_slice(&content[run..i]);
+        } else if (run > 0 && letter(line[run - 1])) || (i < line.len() && letter(line[i])) || i - run > 3 {
+            template.extend_from_slice(&line[run..i]);
         } else {
             template.push(u32::MAX);
-            numbered = true;
         }
     }
-    numbered.then_some(template)
+    template
+}
+
+/// Whether a numbered line ended at `x` that recurs to no line of `back` (the templates of the
+/// 16 remembered lines before it) is a near-copy: two of them share a template, and every token
+/// of the text from `gap_start` to `x` (whitespace-separated, numbers masked, stops, brackets,
+/// quotes and emphasis stripped at both ends) is one of the 1,024 units' before `gap_start`,
+/// where the stretch is 256 units at most and it and the 1,024 fit `max_long_period` units.
+fn near_copy(units: &[u32], back: &[Option<Vec<u32>>], gap_start: usize, x: usize, rules: &Rules) -> bool {
+    let numbered: Vec<&Vec<u32>> = back.iter().flatten().collect();
+    let shared = numbered.iter().enumerate().any(|(i, a)| numbered[i + 1..].contains(a));
+    let memory = gap_start.saturating_sub(1024);
+    if !shared || x - gap_start > 256 || x - memory > rules.max_long_period as usize {
+        return false;
+    }
+    let tokens = |text: &[u32]| -> Vec<Vec<u32>> {
+        let mut out = Vec::new();
+        for line in text.split(|&u| u == NEWLINE) {
+            let masked = masked_numbers(line);
+            for token in masked.split(|&u| char::from_u32(u).is_some_and(char::is_whitespace)) {
+                let edge = |u: &u32| char::from_u32(*u).is_some_and(|c| ".,;:!?()[]{}\"'*_`<>".contains(c));
+                let lead = token.iter().take_while(|u| edge(u)).count();
+                let trail = token[lead..].iter().rev().take_while(|u| edge(u)).count();
+                if lead < token.len() - trail {
+                    out.push(token[lead..token.len() - trail].to_vec());
+                }
+            }
+        }
+        out
+    };
+    let known = tokens(&units[memory..gap_start]);
+    tokens(&units[gap_start..x]).iter().all(|token| known.contains(token))
 }
 
 fn is_digit(u: u32) -> bool {
@@ -697,19 +731,24 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 let mut offset = 0;
                 let mut considered: Vec<Option<Vec<u32>>> = Vec::new();
                 let mut streak = 0u64;
+                // The end of the latest remembered line's content.
+                let mut gap_start = 0;
                 for line in lines {
                     if remembered_line(line, rules) {
                         let template = numbered_template(line, rules);
                         if offset >= start {
                             let back = &considered[considered.len().saturating_sub(16)..];
+                            let x = offset + line.len();
                             assert!(
-                                template.as_ref().is_some_and(|template| back.contains(&Some(template.clone()))),
+                                template.as_ref().is_some_and(|template| back.contains(&Some(template.clone())))
+                                    || (template.is_some() && near_copy(units, back, gap_start, x, rules)),
                                 "a line that is not numbered or does not recur: {}",
                                 ctx()
                             );
                             streak += 1;
                         }
                         considered.push(template);
+                        gap_start = offset + trim_trailing_ws(line).len();
                     }
                     offset += line.len() + 1;
                 }

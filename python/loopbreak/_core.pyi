@@ -180,7 +180,13 @@ class Rules:
     with each number masked,
     whatever the number's width. The lines remembered are the last 16 read that hold an ASCII
     digit, fit and are not indented as code. A line that counts continues a streak (or starts
-    one) when a line that counts among them shares its template and it reads as prose: three
+    one) when a line that counts among them shares its template, or is a near-copy, and it
+    reads as prose. A near-copy is a line whose template none of them shares, while two of
+    them share one, and that brings nothing new: each token (a run of non-whitespace, its
+    numbers masked, stops, brackets, quotes and emphasis stripped at both ends, case kept) of
+    the text since the latest remembered line, its own included, at most 256 units, is one of
+    the 1,024 units' before it (all of it within ``max_long_period`` units); it counts no
+    template toward the 1.5 lines per template below. Prose is three
     words or more and at most one other token per three words (list marks and number tokens
     are neither; a camel-case name or a ``key:`` mid-line is no word), or six CJK chars; one
     that does not ends the streak, and so does a remembered line whose digits are no number

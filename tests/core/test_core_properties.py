@@ -288,9 +288,12 @@ COUNTER_TEXTS = counter_texts()
 # short enough to fit SMALL's max_long_period (40), one that does not; numbers with a width
 # (`{n}.{n}`), lone `a` and `I`, a list mark, a heading, emphasis, quotes, apostrophes straight
 # and curly, a hyphen, a `key:` that ends the line, a name among three words (one other token
-# per three words is prose), Cyrillic, CJK (six chars of it are prose).
+# per three words is prose), Cyrillic, CJK (six chars of it are prose); two that reorder the
+# words of another (a near-copy of it once two lines share a template).
 TEMPLATE_PROSE = [
     "Day {n}: visit the old temple.",
+    "visit the old temple, Day {n}.",
+    "снова здесь Строка номер {n}",
     "Step {n}. Check the server's logs.",
     "On {n} March we met in Lisbon.",
     "- Item {n}: buy fresh bread",

@@ -28,14 +28,17 @@ LOOPS_MISSED = {
 NEAR_LOOPS_MISSED = {
     "h02-server": "a line of numbers losing a `.0` every few copies: no line equals the last",
     "h04-server": "`#N` counting on, broken every 2-7 lines by an `Exercise N (1)` header",
-    "h06-server": "the echoed prompt's endings change: too many new variants for a streak of 8",
+    "h06-server": "the echoed prompt's endings change, each new ending bringing new words",
     "h09-server": "the count reaches 4 digits (data, no number) and the last word changes",
-    "h13-server": "eight wordings of the echoed prompt: fewer than 1.5 lines per template",
     "h15-server": "lines of dates of 4 digits and more: data, no number, no exact repeat",
 }
-# The near-loop the template-lines rule finds: the echoed prompt cycling through a few numbered
-# wordings in no fixed order, copies among them (`Write 20 numbered tips for shopping ...`).
-TEMPLATE_LOOPS = {"h03-server": 2426}
+# The near-loops the template-lines rule finds, where it first holds: the echoed prompt cycling
+# through a few numbered wordings in no fixed order, copies among them (`Write 20 numbered tips
+# for shopping ...`); the echoed prompt in eight wordings (`Составь список из N книг для чтения
+# летом/зимой с (кратким) описанием каждой/каждого.`), a new wording of the words before it
+# being a near-copy. Both echo from their first line: h13 is found within the 1,500 units of the
+# recall target, h03 past them.
+TEMPLATE_LOOPS = {"h03-server": 1647, "h13-server": 946}
 
 
 def ids(label: str) -> list[str]:

@@ -602,6 +602,13 @@ TEMPLATE_MIN_UNITS = 6
 TEMPLATE_LOOKBACK = 16
 # The most digits of a number: a longer run (a year, an id) stays in the template as it is.
 TEMPLATE_MAX_DIGITS = 3
+# The units before a stretch that a near-copy is read against (``near_copy``).
+NEAR_MEMORY = 1024
+# The longest stretch a near-copy closes (units from the lookback's latest line to its newline).
+NEAR_STRETCH = 256
+# What a token is stripped of at both ends before it is compared: stops, brackets, quotes,
+# emphasis.
+TOKEN_EDGES = frozenset(".,;:!?()[]{}\"'*_`<>")
 # CJK: kana, ideographs (extension A and the unified block), hangul syllables.
 WIDE_RANGES = ((0x3040, 0x30FF), (0x3400, 0x9FFF), (0xAC00, 0xD7AF))
 # Tokens that mark a list item, a quote, a heading or a table cell: neither word nor other.
@@ -729,48 +736,120 @@ class TemplateStreak:
     tail: bool
 
 
+def tokens(text: str) -> set[tuple[str | None, ...]]:
+    """The tokens of ``text``: in each line (split at ``\\n``) with its numbers masked (None
+    in place of each), the runs of non-whitespace units, stripped of ``TOKEN_EDGES`` at both
+    ends; case kept."""
+    found: set[tuple[str | None, ...]] = set()
+    for line in text.split("\n"):
+        masked: list[str | None] = []
+        at = 0
+        for i, j in template_numbers(line):
+            masked.extend(line[at:i])
+            masked.append(None)
+            at = j
+        masked.extend(line[at:])
+        token: list[str | None] = []
+        for unit in [*masked, " "]:
+            if unit is not None and is_whitespace(unit):
+                lo, hi = 0, len(token)
+                while lo < hi and token[lo] in TOKEN_EDGES:
+                    lo += 1
+                while hi > lo and token[hi - 1] in TOKEN_EDGES:
+                    hi -= 1
+                if hi > lo:
+                    found.add(tuple(token[lo:hi]))
+                token = []
+            else:
+                token.append(unit)
+    return found
+
+
+def near_copy(
+    rules: loopbreak.Rules, u: str, lookback: list[TemplateLine], gap_start: int, x: int
+) -> bool:
+    """Whether a numbered line ended at ``x`` (its newline, or the text's end) that recurs to no
+    line of ``lookback`` is a near-copy, prose aside: two numbered lines of the lookback share
+    a template, and nothing in the stretch from ``gap_start`` (the end of the latest
+    remembered line's content) to ``x`` is new: each of its tokens is one of the
+    ``NEAR_MEMORY`` units' before it, where the stretch is ``NEAR_STRETCH`` units at most and
+    it and these fit ``max_long_period`` units."""
+    templates = [line.template for line in lookback if line.template is not None]
+    if len(set(templates)) == len(templates):
+        return False
+    memory = max(0, gap_start - NEAR_MEMORY)
+    if x - gap_start > NEAR_STRETCH or x - memory > rules.max_long_period:
+        return False
+    return tokens(u[gap_start:x]) <= tokens(u[memory:gap_start])
+
+
 def template_verdict(
-    rules: loopbreak.Rules, line: str, lookback: list[TemplateLine]
-) -> tuple[TemplateLine | None, bool | None]:
-    """How the line ``line`` (without its newline) reads after the remembered lines
-    ``lookback`` (the ``TEMPLATE_LOOKBACK`` before it, or fewer): the line as remembered (None
-    if it is not remembered); and True if it continues a streak, False if it ends one, None if
+    rules: loopbreak.Rules, u: str, start: int, x: int, gap_start: int, lookback: list[TemplateLine]
+) -> tuple[TemplateLine | None, int | None, bool | None]:
+    """How the line of ``u`` from ``start`` to ``x`` (its newline, or the text's end) reads after
+    the remembered lines ``lookback`` (the ``TEMPLATE_LOOKBACK`` before it, or fewer), the
+    stretch since the latest of them starting at ``gap_start``: the line as remembered (None if
+    it is not remembered); the index in ``lookback`` of the latest line of its template (None
+    if there is none); and True if it continues a streak, False if it ends one, None if
     neither."""
+    line = u[start:x]
     content = rstrip_whitespace(line)
     fits = len(line) <= rules.max_long_period
     # Indented as Markdown indents code (a tab first, or four spaces): code, never numbered.
     code = content.startswith(("\t", "    "))
     has_digit = any(ch in DIGITS for ch in content)
     if len(content) < TEMPLATE_MIN_UNITS or not fits or code or not has_digit:
-        return None, None
+        return None, None, None
     tpl = template_mask(content) if template_numbers(content) else None
-    remembered = TemplateLine(0, content, 0, tpl)
+    remembered = TemplateLine(start, content, x + 1, tpl)
     if tpl is None:
         # Digits that are no number (a name, a year): code or data, which ends a streak.
-        return remembered, False
-    recurs = any(before.template == tpl for before in lookback)
-    return remembered, recurs and is_template_prose(content)
+        return remembered, None, False
+    recurs_to = next(
+        (k for k in reversed(range(len(lookback))) if lookback[k].template == tpl), None
+    )
+    recurs = recurs_to is not None or near_copy(rules, u, lookback, gap_start, x)
+    return remembered, recurs_to, recurs and is_template_prose(content)
 
 
 def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
     """Every streak of the template rule in ``u``, read line by line (terminated lines only;
-    the last line, with no newline, only for whether it continues the last streak)."""
+    the last line, with no newline, only for whether it continues the last streak).
+
+    Templates are numbered as the rule numbers them, for the count of distinct templates: a
+    line that recurs takes the number of the latest line of its template in its lookback (a new
+    one if that line has none), a near-copy and any other line none; a near-copy counts no
+    template."""
     remembered_lines: list[TemplateLine] = []
+    numbers: list[int] = []
+    made = 0
     streaks: list[TemplateStreak] = []
     streak: list[TemplateLine] = []
+    streak_numbers: list[int] = []
     held = 0
     start = 0
+    gap_start = 0
     for i, ch in enumerate(u):
         if ch != "\n":
             continue
-        line = u[start:i]
-        remembered, verdict = template_verdict(rules, line, remembered_lines[-TEMPLATE_LOOKBACK:])
+        first = max(0, len(remembered_lines) - TEMPLATE_LOOKBACK)
+        remembered, recurs_to, verdict = template_verdict(
+            rules, u, start, i, gap_start, remembered_lines[first:]
+        )
         if remembered is not None:
-            remembered = dataclasses.replace(remembered, start=start, end=i + 1)
+            number = 0
+            if recurs_to is not None:
+                if numbers[first + recurs_to] == 0:
+                    made += 1
+                    numbers[first + recurs_to] = made
+                number = numbers[first + recurs_to]
             remembered_lines.append(remembered)
+            numbers.append(number)
+            gap_start = start + len(remembered.content)
         if verdict is True and remembered is not None:
             streak.append(remembered)
-            distinct = len({member.template for member in streak})
+            streak_numbers.append(numbers[-1])
+            distinct = len({n for n in streak_numbers if n != 0})
             if (
                 held == 0
                 and len(streak) >= rules.template_min_lines
@@ -779,12 +858,15 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
                 held = len(streak)
         elif verdict is False and streak:
             streaks.append(TemplateStreak(tuple(streak), held, tail=False))
-            streak, held = [], 0
+            streak, streak_numbers, held = [], [], 0
         start = i + 1
     if streak:
         tail = False
         if start < len(u):
-            _, verdict = template_verdict(rules, u[start:], remembered_lines[-TEMPLATE_LOOKBACK:])
+            first = max(0, len(remembered_lines) - TEMPLATE_LOOKBACK)
+            _, _, verdict = template_verdict(
+                rules, u, start, len(u), gap_start, remembered_lines[first:]
+            )
             tail = verdict is True
         streaks.append(TemplateStreak(tuple(streak), held, tail))
     return streaks
