@@ -195,6 +195,33 @@ def keymap() -> str:
             for a in ("date", "time", "interval", "timetz")
             for b in ("date", "time", "interval", "timestamp")
         ),
+        # The same, whose recurring lines that are no prose hold two words each (postgresql's
+        # `overlaps` functions): prose of two words would make the streak.
+        "".join(
+            f'CREATE OR REPLACE FUNCTION "overlaps"({a}, {b},\n  {a}, {b})\n RETURNS boolean\n'
+            f" LANGUAGE sql\n {kind} PARALLEL SAFE COST 1\nRETURN {body};\n\n"
+            for kind in ("STABLE", "IMMUTABLE")
+            for a, b in (("timestamptz", "interval"), ("timestamp", "interval"), ("time", "time"))
+            for body in (
+                "($1, $2) overlaps ($3, ($3 + $4))",
+                "($1, ($1 + $2)) overlaps ($3, ($3 + $4))",
+                "($1, ($1 + $2)) overlaps ($3, $4)",
+            )
+        ),
+        # Functions each under a comment of two words and the version that added it, their
+        # bodies holding no number (pynvml.py).
+        "".join(
+            f"# Added in {version}\ndef nvmlDeviceGet{name}(handle):\n"
+            f'    fn = _nvmlGetFunctionPointer("nvmlDeviceGet{name}")\n'
+            "    value = c_uint()\n    ret = fn(handle, byref(value))\n"
+            "    _nvmlCheckReturn(ret)\n    return value.value\n\n"
+            for version, names in (
+                ("2.285", ("Name", "Serial", "Uuid", "Board")),
+                ("3.295", ("PcieLinkGeneration", "PcieLinkWidth", "MaxPcieLinkWidth", "Fan")),
+                ("4.304", ("Power", "PowerLimit", "Temperature", "Clock", "MaxClock")),
+            )
+            for name in names
+        ),
     ],
     ids=[
         "distinct items",
@@ -204,6 +231,8 @@ def keymap() -> str:
         "keymap",
         "table of names by id",
         "sql functions",
+        "sql overlaps",
+        "functions by version",
     ],
 )
 def test_text_that_only_looks_like_it_has_no_finding(text: str) -> None:
