@@ -627,19 +627,22 @@ pub(crate) fn nothing_new(memory: &[u32], stretch: &[u32]) -> bool {
 }
 
 /// Whether `text` holds `token` as a token: where it occurs, the units between it and the
-/// whitespace (or the text's ends) on either side are all edges.
+/// whitespace (or the text's ends) on either side are all edges. Whether an occurrence starts a
+/// token is asked first (one unit back, nearly always), so only the starts of tokens are
+/// compared: however the text is made, the compares of one token read it about once.
 fn holds_token(text: &[u32], token: &[u32]) -> bool {
     let mut from = 0;
     while let Some(i) = find(&text[from..], token[0]) {
         let at = from + i;
         from = at + 1;
-        let end = at + token.len();
-        if end > text.len() || text[at..end] != *token {
+        if !text[..at].iter().rev().take_while(|&&u| !is_whitespace(u)).all(|&u| in_set(u, TOKEN_EDGE)) {
             continue;
         }
-        let edges_before = text[..at].iter().rev().take_while(|&&u| !is_whitespace(u)).all(|&u| in_set(u, TOKEN_EDGE));
-        let edges_after = text[end..].iter().take_while(|&&u| !is_whitespace(u)).all(|&u| in_set(u, TOKEN_EDGE));
-        if edges_before && edges_after {
+        let end = at + token.len();
+        if end <= text.len()
+            && text[at..end] == *token
+            && text[end..].iter().take_while(|&&u| !is_whitespace(u)).all(|&u| in_set(u, TOKEN_EDGE))
+        {
             return true;
         }
     }
