@@ -74,7 +74,8 @@ const MASK: u32 = u32::MAX;
 /// The units before a stretch that a near-copy is read against ([`nothing_new`]).
 pub const NEAR_MEMORY: u64 = 1024;
 
-/// The longest stretch a near-copy closes (units from the lookback's latest line to its newline).
+/// The longest stretch a near-copy closes (units from the end of the latest remembered line's
+/// content to the near-copy's newline).
 pub const NEAR_STRETCH: u64 = 256;
 
 /// What the end of a line did to the streak of template lines.
@@ -143,8 +144,8 @@ pub struct TemplateLines {
     keys: [u32; LOOKBACK],
     /// Bit `i`: `lookback[i]` holds a digit (it may be numbered).
     with_digit: u32,
-    /// Bit `i`: `lookback[i]` has a template's number (it recurred, was recurred to, or is a
-    /// near-copy).
+    /// Bit `i`: `lookback[i]` has a template's number (it recurred or was recurred to; a
+    /// near-copy has none).
     with_template: u32,
     /// The slot the next line goes in.
     next: usize,
@@ -274,12 +275,18 @@ impl TemplateLines {
             return None;
         }
         let line = window.units(start, start + content_len);
-        let event =
-            (holds_number(&line) && self.is_near_copy(&line, x, window)).then(|| self.continue_streak(start, &line, 0));
-        let new = self.remember(start, content_len, Some(key));
-        if event.is_some() {
-            self.lookback[new].prose = Prose::Yes;
+        if holds_number(&line) && self.is_near_copy(&line, x, window) {
+            return Some(self.take_near_copy(start, content_len, key, &line));
         }
+        self.remember(start, content_len, Some(key));
+        None
+    }
+
+    /// A near-copy goes on with the streak (or starts one) and is remembered as prose.
+    fn take_near_copy(&mut self, start: u64, content_len: u64, key: u32, line: &[u32]) -> TemplateEvent {
+        let event = self.continue_streak(start, line, 0);
+        let new = self.remember(start, content_len, Some(key));
+        self.lookback[new].prose = Prose::Yes;
         event
     }
 
@@ -366,11 +373,8 @@ impl TemplateLines {
             }
         }
         let event = match recurs_to {
-            None if numbered && self.is_near_copy(&line, x, window) => {
-                let event = Some(self.continue_streak(start, &line, 0));
-                let new = self.remember(start, content_len, Some(key));
-                self.lookback[new].prose = Prose::Yes;
-                return event;
+            None if numbered && self.templates_shared() && self.is_near_copy(&line, x, window) => {
+                return Some(self.take_near_copy(start, content_len, key, &line));
             }
             // No number (read while a streak runs), or no line it recurs to: the streak ends.
             None => self.streak.take().map(|_| TemplateEvent::Broken),
@@ -412,13 +416,11 @@ impl TemplateLines {
     }
 
     /// Whether a numbered line that recurs to no line of the lookback, ended at the newline `x`,
-    /// is a near-copy: two lines of the lookback share a template, it is prose, and the stretch
-    /// from the end of the latest remembered line ([`Self::gap_start`]) to `x` brings nothing
-    /// new after the [`NEAR_MEMORY`] units before it ([`near_memory_start`], [`nothing_new`]).
+    /// is a near-copy, once two lines of the lookback share a template (which the callers
+    /// ask first): it is prose, and the stretch from the end of the latest remembered line
+    /// ([`Self::gap_start`]) to `x` brings nothing new after the [`NEAR_MEMORY`] units before it
+    /// ([`near_memory_start`], [`nothing_new`]).
     fn is_near_copy<T: Unit>(&self, line: &[u32], x: u64, window: &Window<T>) -> bool {
-        if !self.templates_shared() {
-            return false;
-        }
         let gap_start = self.gap_start();
         let Some(from) = near_memory_start(gap_start, x, &self.rules) else { return false };
         is_prose(line) && nothing_new(&window.units(from, gap_start), &window.units(gap_start, x))

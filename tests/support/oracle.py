@@ -604,7 +604,8 @@ TEMPLATE_LOOKBACK = 16
 TEMPLATE_MAX_DIGITS = 3
 # The units before a stretch that a near-copy is read against (``near_copy``).
 NEAR_MEMORY = 1024
-# The longest stretch a near-copy closes (units from the lookback's latest line to its newline).
+# The longest stretch a near-copy closes (units from the end of the latest remembered line's
+# content to the near-copy's newline).
 NEAR_STRETCH = 256
 # What a token is stripped of at both ends before it is compared: stops, brackets, quotes,
 # emphasis.
