@@ -16,7 +16,8 @@ line rules read numbers: `x1`, `uk_10` hold none). Per line:
   entry). Numbers of any width are masked here: a float's digits are its own.
 
 The largest of each over the hand-written files is what a rule's threshold would have to clear;
-the loops' figures are what it would have to stay below.
+the loops' figures are what it would have to stay below. Last, the share of the clean text of
+benches/instructions.py in lines long enough to hold a count of 64 (what reading them would cost).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import json
 import re
 import sys
 from pathlib import Path
+
+import corpus
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
@@ -40,6 +43,7 @@ COUNTING_DIGITS = 3
 LONGEST_CYCLE = 4
 CYCLE_WORDS = 2
 SHORTEST_LINE = 64  # a shorter line holds no run worth measuring
+COUNT_LINE = 128  # 64 numbers, each with a unit after it
 
 
 def counting(line: str, numbers: list[re.Match[str]]) -> int:
@@ -123,6 +127,9 @@ def main() -> None:
         count, cycle = readings(text)
         if count >= 8 or cycle >= 6:
             print(f"  {name:24s} {label:10s} counting {count:4d}  cycling {cycle:4d}")
+    clean = corpus.clean_text(8_000_000)  # as benches/instructions.py reads it
+    long_lines = sum(len(line) for line in clean.split("\n") if len(line) >= COUNT_LINE)
+    print(f"\nclean text in lines of {COUNT_LINE}+ units: {long_lines / len(clean):.1%}")
 
 
 if __name__ == "__main__":
