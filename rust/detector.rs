@@ -18,6 +18,9 @@ pub struct Detector {
     /// none yet): the window stores units as wide as the widest of the last [`HOLD_WINDOWS`]
     /// windows' worth of units.
     beyond: [u64; 2],
+    /// The storage fits every stream end below this (`beyond` unchanged): until a wide unit
+    /// arrives or the latest one falls [`HOLD_WINDOWS`] windows behind, nothing is recast.
+    fitted_until: u64,
 }
 
 /// How many windows' worth of units of a narrower width it takes before a widened stream is
@@ -48,7 +51,7 @@ macro_rules! with_core {
 impl Detector {
     /// A detector with the given rules.
     pub fn new(rules: Rules) -> Detector {
-        Detector { core: Storage::Bytes(Core::new(rules)), beyond: [0; 2] }
+        Detector { core: Storage::Bytes(Core::new(rules)), beyond: [0; 2], fitted_until: 0 }
     }
 
     pub fn rules(&self) -> &Rules {
@@ -84,6 +87,7 @@ impl Detector {
             Storage::Narrow(_) | Storage::Wide(_) => self.core = Storage::Bytes(Core::new(*self.rules())),
         }
         self.beyond = [0; 2];
+        self.fitted_until = 0;
     }
 
     /// Feeds text; pushes the findings whose rule first held inside it onto `out`. ASCII (most
@@ -140,12 +144,15 @@ impl Detector {
             for (beyond, max) in self.beyond.iter_mut().zip([u32::from(u8::MAX), u32::from(u16::MAX)]) {
                 if let Some(i) = piece.iter().rposition(|&unit| unit.into() > max) {
                     *beyond = first + i as u64 + 1;
+                    self.fitted_until = 0;
                 }
             }
         }
-        // Most streams never hold a unit wider than a byte: nothing to recast.
-        if self.beyond != [0; 2] {
-            self.fit_storage(first + piece.len() as u64);
+        // Most streams never hold a unit wider than a byte, and most pieces of those that do
+        // change nothing: nothing to recast.
+        let end = first + piece.len() as u64;
+        if self.beyond != [0; 2] && end >= self.fitted_until {
+            self.fit_storage(end);
         }
         with_core!(&mut self.core, core => core.feed_piece(piece, out));
     }
@@ -168,6 +175,14 @@ impl Detector {
         if let Some(core) = recast {
             self.core = core;
         }
+        // What fits now fits until a wide unit falls `hold` behind the end.
+        self.fitted_until = self
+            .beyond
+            .into_iter()
+            .filter(|&beyond| beyond > 0 && beyond + hold > end)
+            .map(|b| b + hold)
+            .min()
+            .unwrap_or(u64::MAX);
     }
 }
 
