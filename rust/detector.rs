@@ -106,17 +106,29 @@ impl Detector {
         }
     }
 
-    /// Decodes and feeds up to a piece of `text`'s chars; returns the rest.
+    /// Decodes and feeds up to a piece of `text`'s chars; returns the rest. Runs of ASCII are
+    /// widened a slice at a time (most text beyond ASCII is mostly ASCII); a char beyond it is
+    /// decoded alone.
     fn feed_decoded<'a>(&mut self, text: &'a str, out: &mut Vec<Finding>) -> &'a str {
         let mut units = [0u32; PIECE];
-        let mut n = 0;
-        let mut chars = text.chars();
-        for (unit, ch) in units.iter_mut().zip(chars.by_ref()) {
-            *unit = u32::from(ch);
-            n += 1;
+        let (mut n, mut at) = (0, 0);
+        let bytes = text.as_bytes();
+        while n < PIECE && at < bytes.len() {
+            let room = (PIECE - n).min(bytes.len() - at);
+            let ascii = bytes[at..at + room].iter().position(|b| !b.is_ascii()).unwrap_or(room);
+            for (unit, &byte) in units[n..n + ascii].iter_mut().zip(&bytes[at..at + ascii]) {
+                *unit = u32::from(byte);
+            }
+            (n, at) = (n + ascii, at + ascii);
+            if n < PIECE {
+                if let Some(ch) = text[at..].chars().next() {
+                    units[n] = u32::from(ch);
+                    (n, at) = (n + 1, at + ch.len_utf8());
+                }
+            }
         }
         self.feed_piece(&units[..n], out);
-        chars.as_str()
+        &text[at..]
     }
 
     /// Feeds units (code points, or token ids); pushes new findings onto `out`.

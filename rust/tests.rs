@@ -283,6 +283,23 @@ fn offsets_are_code_points() {
     assert_eq!(block, "не знаю, ");
 }
 
+/// Text is decoded a piece at a time, its ASCII runs widened whole: mostly-ASCII text with chars
+/// of two, three and four bytes anywhere (at a piece's edge too) gives what its code points give.
+#[test]
+fn decoded_text_gives_what_its_code_points_give() {
+    let mut rng = Rng(0xDEC0);
+    for case in 0..300 {
+        let alphabet: Vec<char> = ["ab \n", "ab.\né", "a 人\n", "x\u{1F600} .\n"][case % 4].chars().collect();
+        let block: String = (0..1 + rng.below(40)).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+        let text: String = (0..rng.below(3000)).map(|_| alphabet[rng.below(alphabet.len())]).collect::<String>()
+            + &block.repeat(rng.below(60));
+        let chars: Vec<u32> = text.chars().map(u32::from).collect();
+        for rules in [&SMALL_RULES, &DEFAULT_RULES] {
+            assert_eq!(scan_str(&text, rules), scan_units(&chars, rules), "case {case}");
+        }
+    }
+}
+
 #[test]
 fn long_blocks_and_lines() {
     let paragraph = "The quick brown fox jumps over the lazy dog while the cat watches from the \
