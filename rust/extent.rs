@@ -3,6 +3,7 @@
 //! the repetition stops and every copy it holds (and `trim` cuts by the same extent).
 
 use crate::classes::is_whitespace;
+use crate::counter_run::count_from;
 use crate::counters::{counts_on, cycle_lines_of};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
@@ -53,6 +54,10 @@ pub(crate) fn extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> 
         Rule::TemplateLines => {
             let ends = template_streak_ends(units, rules, finding);
             Extent { end: ends.last().copied().unwrap_or(finding.start), copies: ends.len() as u64, partial: false }
+        }
+        Rule::CounterRun => {
+            let (numbers, end) = count_from(units, finding.start as usize, &mut Vec::new());
+            Extent { end, copies: numbers, partial: false }
         }
     }
 }

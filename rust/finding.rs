@@ -11,6 +11,7 @@ pub enum Rule {
     IdenticalLines,
     CounterLines,
     TemplateLines,
+    CounterRun,
 }
 
 /// What one copy of a rule's repeated block is, and so what `repeats` counts (in a
@@ -72,8 +73,14 @@ macro_rules! block_thresholds {
 
 impl Rule {
     /// Every rule, in code order: `Rule::ALL[rule.code()] == rule`.
-    pub const ALL: [Rule; 5] =
-        [Rule::PeriodicRun, Rule::LongBlock, Rule::IdenticalLines, Rule::CounterLines, Rule::TemplateLines];
+    pub const ALL: [Rule; 6] = [
+        Rule::PeriodicRun,
+        Rule::LongBlock,
+        Rule::IdenticalLines,
+        Rule::CounterLines,
+        Rule::TemplateLines,
+        Rule::CounterRun,
+    ];
 
     /// The rule's number in columnar output (Arrow, Parquet): its place in [`Rule::ALL`].
     pub const fn code(self) -> u8 {
@@ -132,6 +139,14 @@ impl Rule {
                               from nothing the text before it lacks: numbered items cycling, a dated line \
                               echoed again and again, a prompt echoed in new wordings.",
             },
+            Rule::CounterRun => &RuleInfo {
+                name: "counter_run",
+                copy: CopyUnit::Block,
+                period: "units in the count's first number and its separator",
+                thresholds: &["max_long_period", "data_counter_min_lines"],
+                description: "Numbers counting by one inside a line, the same separator of at most 16 units \
+                              between each pair: `54.55.56.57.`, `1, 2, 3, 4`.",
+            },
         }
     }
 
@@ -156,18 +171,20 @@ pub struct Finding {
     pub rule: Rule,
     /// Units in one copy of the block. For `identical_lines`: the line's length without its
     /// newline and trailing whitespace; for `counter_lines` and `template_lines`, the block's
-    /// (the lines after it differ in their numbers, so in length where a number gains a digit).
+    /// (the lines after it differ in their numbers, so in length where a number gains a digit);
+    /// for `counter_run`, the count's first number and its separator.
     pub period: u64,
     /// One copy of the repeated block (for `identical_lines`, the line without newline and
     /// trailing whitespace; for `counter_lines`, the first line so, or for a cycle of lines its
     /// first cycle, the lines joined by newlines; for `template_lines`, the streak's first line
-    /// so). A line longer than the detector's window is cut to its last
-    /// `window` units.
+    /// so; for `counter_run`, the count's first number and the separator after it). A line longer
+    /// than the detector's window is cut to its last `window` units.
     pub block: Vec<u32>,
-    /// Where the first copy starts (for the line rules, where the first line starts).
+    /// Where the first copy starts (for the line rules, where the first line starts; for
+    /// `counter_run`, the count's first number).
     pub start: u64,
-    /// Full copies (or lines): seen when the rule first held (streaming), or in the whole
-    /// region (offline scan).
+    /// Full copies (or lines; for `counter_run`, numbers counted): seen when the rule first held
+    /// (streaming), or in the whole region (offline scan).
     pub repeats: u64,
     /// Units seen when the rule first held: `text[start:detected_at]` is the evidence.
     pub detected_at: u64,
@@ -182,7 +199,7 @@ impl Finding {
     /// copy: a loop that breaks for a unit and resumes is a new region.
     pub(crate) fn anchor(&self) -> u64 {
         match self.rule {
-            Rule::IdenticalLines | Rule::CounterLines | Rule::TemplateLines => self.start,
+            Rule::IdenticalLines | Rule::CounterLines | Rule::TemplateLines | Rule::CounterRun => self.start,
             Rule::PeriodicRun | Rule::LongBlock => self.start + self.period,
         }
     }
@@ -199,7 +216,10 @@ mod tests {
             assert_eq!(usize::from(rule.code()), code, "{rule}");
         }
         let names: Vec<&str> = Rule::ALL.iter().map(|rule| rule.name()).collect();
-        assert_eq!(names, ["periodic_run", "long_block", "identical_lines", "counter_lines", "template_lines"]);
+        assert_eq!(
+            names,
+            ["periodic_run", "long_block", "identical_lines", "counter_lines", "template_lines", "counter_run"]
+        );
     }
 
     /// Each rule names thresholds of the table, in its order, and every threshold is read by a

@@ -8,6 +8,7 @@
 
 mod batch;
 mod classes;
+mod counter_run;
 mod counters;
 mod detector;
 mod extent;

@@ -134,6 +134,12 @@ pub struct LineReader {
 }
 
 impl LineReader {
+    /// Where the line being read starts: after the latest newline read.
+    #[inline(always)]
+    pub fn current_start(&self) -> u64 {
+        self.current_start
+    }
+
     /// Before the window's units up to `leaving` leave it: folds the current line's part among
     /// them.
     pub fn before_append<T: Unit>(&mut self, window: &Window<T>, leaving: u64) {

@@ -2,11 +2,13 @@
 //! The streaming detector must agree with it exactly.
 
 use crate::classes::{BlockClass, PACKED_CONTEXT};
+use crate::counter_run::MAX_SEPARATOR;
 use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 use crate::template_lines::{
     in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LINES_PER_TEMPLATE, LOOKBACK,
+    MAX_DIGITS,
 };
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
@@ -371,6 +373,77 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     finish(&streak, held, &lines, out);
 }
 
+/// Counts inside a line, read from the spec: every digit run; a number is one of at most
+/// `MAX_DIGITS` digits with no ASCII letter or `_` on either side and a unit after it. Two
+/// numbers in a row (no digit run between them) step when the second is one more and the text
+/// between them (the separator) is at most `MAX_SEPARATOR` units with no newline. A count is a
+/// maximal run of steps with one separator; it holds at the unit after its
+/// `data_counter_min_lines`-th number, if twice that fits `max_long_period`.
+fn counter_run_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
+    let need = rules.data_counter_min_lines as usize;
+    if 2 * need > rules.max_long_period as usize {
+        return;
+    }
+    let digit = |u: u32| (u32::from(b'0')..=u32::from(b'9')).contains(&u);
+    let name = |u: u32| u == u32::from(b'_') || char::from_u32(u).is_some_and(|c| c.is_ascii_alphabetic());
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < units.len() {
+        if digit(units[i]) {
+            let start = i;
+            while i < units.len() && digit(units[i]) {
+                i += 1;
+            }
+            runs.push((start, i));
+        } else {
+            i += 1;
+        }
+    }
+    let number = |(start, end): (usize, usize)| {
+        (end < units.len() && end - start <= MAX_DIGITS && !(start > 0 && name(units[start - 1])) && !name(units[end]))
+            .then(|| units[start..end].iter().fold(0, |value, &d| 10 * value + (d - u32::from(b'0'))))
+    };
+    let separator = |k: usize| &units[runs[k].1..runs[k + 1].0];
+    // Runs `k` and `k + 1` step.
+    let steps = |k: usize| {
+        let (Some(a), Some(b)) = (number(runs[k]), number(runs[k + 1])) else { return false };
+        let between = separator(k);
+        b == a + 1 && between.len() <= MAX_SEPARATOR && !between.contains(&u32::from(b'\n'))
+    };
+    for first in 0..runs.len().saturating_sub(1) {
+        let continues = |k: usize| steps(k) && separator(k) == separator(first);
+        // A count starts where the step before, if any, has another separator.
+        if !steps(first) || (first > 0 && continues(first - 1)) {
+            continue;
+        }
+        let mut last = first + 1;
+        while last + 1 < runs.len() && continues(last) {
+            last += 1;
+        }
+        let numbers = last - first + 1;
+        if numbers < need {
+            continue;
+        }
+        let ends: Vec<u64> = (first + need - 1..=last).map(|k| runs[k].1 as u64 + 1).collect();
+        let block = units[runs[first].0..runs[first + 1].0].to_vec();
+        out.push(Candidate {
+            finding: Finding {
+                rule: Rule::CounterRun,
+                period: block.len() as u64,
+                block,
+                start: runs[first].0 as u64,
+                repeats: need as u64,
+                detected_at: ends[0],
+                end: ends[0],
+            },
+            anchor: runs[first].0 as u64,
+            end: ends[ends.len() - 1],
+            copies: numbers as u64,
+            claim_steps: ends,
+        });
+    }
+}
+
 /// Every finding whole (as an offline scan reports it), by the rules read literally.
 pub fn scan(units: &[u32], rules: &Rules) -> Vec<Finding> {
     emitted(units, rules).into_iter().map(|c| Finding { end: c.end, repeats: c.copies, ..c.finding }).collect()
@@ -387,6 +460,7 @@ fn emitted(units: &[u32], rules: &Rules) -> Vec<Candidate> {
     line_candidates(units, rules, &mut candidates);
     counter_candidates(units, rules, &mut candidates);
     template_candidates(units, rules, &mut candidates);
+    counter_run_candidates(units, rules, &mut candidates);
     candidates.sort_by_key(|c| (c.finding.detected_at, c.finding.start, c.finding.rule, c.finding.period));
     let mut emitted: Vec<Candidate> = Vec::new();
     for c in candidates {

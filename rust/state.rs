@@ -27,6 +27,7 @@ mod sampling;
 
 use std::sync::Arc;
 
+use crate::counter_run::{CountEvent, CounterRun};
 use crate::counters::{CounterEvent, Counters};
 use crate::finding::{Finding, Rule};
 use crate::identical::{IdenticalLines, LineEvent};
@@ -61,13 +62,15 @@ pub struct Core<T: Unit> {
     candidates: Vec<Candidate>,
 }
 
-/// The line rules, side by side on the lines the reader reads.
+/// The line rules, side by side on the lines the reader reads, and the counts read inside the
+/// lines long enough to hold one.
 #[derive(Clone, Debug)]
 struct LineRules {
     reader: LineReader,
     identical: IdenticalLines,
     counters: Counters,
     templates: TemplateLines,
+    counts: CounterRun,
 }
 
 impl LineRules {
@@ -77,6 +80,7 @@ impl LineRules {
             identical: IdenticalLines::new(rules),
             counters: Counters::new(rules),
             templates: TemplateLines::new(rules),
+            counts: CounterRun::new(rules),
         }
     }
 
@@ -90,19 +94,19 @@ impl LineRules {
         self.templates.before_append(window, leaving);
     }
 
-    /// Unit `x` of `window` is a newline: what the line it ends did to each rule's streak, or
-    /// `None` for a blank line. Inlined into the loop over a piece's newlines.
+    /// Unit `x` of `window` is a newline: where the line it ends starts, and what it did to each
+    /// rule's streak (`None` for a blank line). Inlined into the loop over a piece's newlines.
     #[inline(always)]
-    fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
+    fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> (u64, Option<LineEvents>) {
         let line = self.reader.on_newline(x, before, window);
         if line.content_len == 0 {
-            return None;
+            return (line.start, None);
         }
         let identical = self.identical.on_line(line, window);
         let repeats_previous = identical != LineEvent::NewStreak;
         let counter = self.counters.on_line(line.start, line.content_len, line.last, x, repeats_previous, window);
         let template = self.templates.on_line(line.start, line.content_len, x, window);
-        Some(LineEvents { identical, counter, template })
+        (line.start, Some(LineEvents { identical, counter, template }))
     }
 }
 
@@ -194,9 +198,15 @@ impl<T: Unit> Core<T> {
         // pieces shorter than the sample spacing are looked at.
         #[allow(clippy::manual_contains)]
         let ends_a_line = || piece.iter().any(|&unit| unit == newline);
-        if self.trackers.is_empty() && self.next_sample(first) >= end && !ends_a_line() {
+        let open_line = end - self.lines.reader.current_start();
+        if self.trackers.is_empty()
+            && self.next_sample(first) >= end
+            && open_line < self.lines.counts.gate()
+            && !ends_a_line()
+        {
             // Nothing can happen in this piece (most streamed deltas): no line ends, no sample
-            // is due, no run is followed (so no claim runs either).
+            // is due, no run is followed (so no claim runs either), and the line is too short
+            // to hold a count.
             return;
         }
         #[cfg(target_arch = "x86_64")]
@@ -220,7 +230,7 @@ impl<T: Unit> Core<T> {
         let mut x = first;
         let (mut newline, mut line) = self.lines_ahead(piece, &newlines, first, x);
         loop {
-            let mut event = newline;
+            let mut event = newline.min(self.lines.counts.pending_at());
             for i in 0..self.trackers.len() {
                 event = event.min(self.tracker_event(i, x, end));
             }
@@ -242,10 +252,11 @@ impl<T: Unit> Core<T> {
 
     /// Works through the piece's newlines from `x` on while their lines change nothing but the
     /// streaks of identical and of counter lines, which nothing else reads: up to the first
-    /// whose event matters to the rest (a streak reaching its rule, or any line while a line
-    /// finding is claimed).
+    /// whose event matters to the rest (a streak reaching its rule, any line while a line
+    /// finding is claimed, or a line in which the counts stopped at an event).
     /// Returns that newline and its event, for the units before it to be worked through first,
-    /// or `u64::MAX` if none does. Most newlines thus cost a list entry and a length compare.
+    /// or `u64::MAX` if none does; then the line the piece ends in is read for counts, if it is
+    /// long enough. Most newlines thus cost a list entry and two length compares.
     #[inline(always)]
     fn lines_ahead<S: Unit, const N: usize>(
         &mut self,
@@ -258,12 +269,35 @@ impl<T: Unit> Core<T> {
             let at = first + u64::from(i);
             // The unit before the newline, read from the piece where it is in it.
             let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
-            let event = self.lines.on_newline(at, before, &self.window);
+            let (start, event) = self.lines.on_newline(at, before, &self.window);
+            if at + 1 - start >= self.lines.counts.gate() && self.read_counts(start, at + 1) {
+                return (at, event);
+            }
             if event.is_some_and(|event| self.claim.streak_running() || event.reached()) {
                 return (at, event);
             }
         }
+        let start = self.lines.reader.current_start();
+        if self.window.end() - start >= self.lines.counts.gate() {
+            self.read_counts(start, self.window.end());
+        }
         (u64::MAX, None)
+    }
+
+    /// Reads the counts of the line from `start` up to `to` (see [`CounterRun::read_line`]);
+    /// whether the read stopped at an event.
+    #[inline(never)]
+    fn read_counts(&mut self, start: u64, to: u64) -> bool {
+        self.lines.counts.read_line(&self.window, start, to);
+        self.count_read();
+        self.lines.counts.pending_at() != u64::MAX
+    }
+
+    /// After a read of the counts: a count that fired and ended stops extending the claim.
+    fn count_read(&mut self) {
+        if self.lines.counts.take_broken() {
+            self.claim.streak_ended(Rule::CounterRun);
+        }
     }
 
     /// Everything that happens at unit `x`, given the event of the line it ends if that matters.
@@ -278,10 +312,32 @@ impl<T: Unit> Core<T> {
         if let Some(event) = line {
             self.on_line(x, event);
         }
+        let count = x == self.lines.counts.pending_at();
+        if count {
+            self.on_count(x);
+        }
         // Samples `x` if it is due (and emits what that finds with the rest).
         self.sample_until::<G>(x, x + 1, out);
         if !self.candidates.is_empty() {
             self.resolve(x, out);
+        }
+        if count {
+            // Once what the count did at `x` is settled (a claim it fired holds from here).
+            self.lines.counts.resume(&self.window);
+            self.count_read();
+        }
+    }
+
+    /// The counts' read stopped at unit `x`: a count reached its numbers there, or one that did
+    /// gained a number.
+    fn on_count(&mut self, x: u64) {
+        match self.lines.counts.take_pending() {
+            Some(CountEvent::Reached) => {
+                let ((start, block), repeats) = (self.lines.counts.first(), self.lines.counts.need());
+                self.streak_reached(Rule::CounterRun, start, block, repeats, x);
+            }
+            Some(CountEvent::Continued) => self.claim.streak_continued_at(x, Rule::CounterRun),
+            None => {}
         }
     }
 

@@ -678,3 +678,71 @@ fn numbered_items_cycling_in_no_fixed_order_are_template_lines() {
     let once: String = items.iter().enumerate().map(|(n, item)| format!("{}. {item}\n", n + 1)).collect();
     assert_eq!(scan_str(&once.repeat(2), &DEFAULT_RULES), []);
 }
+
+/// Texts of counts inside lines: runs of numbers one up from each other with a separator,
+/// glitched now and then (a number skipped, another separator, a name, a newline, a number of
+/// four digits), between noise.
+fn random_count_text(rng: &mut Rng) -> Vec<u32> {
+    const SEPARATORS: [&str; 9] = [".", ", ", " ", "x", "_", "a b", ") (", "人,", "0123456789abcdef."];
+    const NOISE: [&str; 7] = ["ab", " ", "\n", "7", "x1", ". ", "1000"];
+    let mut text = String::new();
+    for _ in 0..1 + rng.below(4) {
+        for _ in 0..rng.below(6) {
+            text.push_str(NOISE[rng.below(NOISE.len())]);
+        }
+        let mut separator = SEPARATORS[rng.below(SEPARATORS.len())];
+        let mut n = [rng.below(12), 95 + rng.below(10), 990 + rng.below(9)][rng.below(3)];
+        for _ in 0..rng.below(14) {
+            text.push_str(&n.to_string());
+            text.push_str(separator);
+            match rng.below(16) {
+                0 => n += 2,
+                1 => separator = SEPARATORS[rng.below(SEPARATORS.len())],
+                2 => text.push_str(NOISE[rng.below(NOISE.len())]),
+                _ => n += 1,
+            }
+        }
+    }
+    units(&text)
+}
+
+#[test]
+fn detector_agrees_with_oracle_on_count_texts() {
+    with_each_build(agrees_with_oracle_on_count_texts);
+}
+
+fn agrees_with_oracle_on_count_texts() {
+    let mut rng = Rng(0xC0C0);
+    let mut found = 0;
+    for case in 0..3000 {
+        let text = random_count_text(&mut rng);
+        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
+        for rules in [&SMALL_RULES, &DEFAULT_RULES] {
+            let expected = oracle::scan(&text, rules);
+            assert_eq!(scan_units(&text, rules), expected, "case {case}: {shown:?}");
+            assert_eq!(
+                feed_in_chunks(&text, rules, &mut rng),
+                oracle::first_held(&text, rules),
+                "chunked, case {case}: {shown:?}"
+            );
+            found += expected.iter().filter(|f| f.rule == Rule::CounterRun).count();
+        }
+    }
+    assert!(found > 500, "count texts should reach the rule often, found {found}");
+}
+
+/// A count on one line to the token limit (Gemma 3 270M, tests/data/gemma3_270m_outputs.jsonl's
+/// g24-sampled, its shape rebuilt here) is found at the unit after its 64th number; a ruler of
+/// 25 numbers (typeshed's `Literal[1, 2, ..., 25]`) is not.
+#[test]
+fn a_count_inside_a_line_is_a_counter_run() {
+    let count: String = (54..258).map(|n| format!("{n}.")).collect();
+    let text = format!("Write a chant.\n)['25.{count}25");
+    let [found] = &scan_str(&text, &DEFAULT_RULES)[..] else { panic!("one finding") };
+    let start = text.find("54.").unwrap() as u64;
+    assert_eq!((found.rule, found.start, found.repeats), (Rule::CounterRun, start, 204));
+    assert_eq!(found.detected_at, text.find("118.").unwrap() as u64);
+    assert_eq!(found.block, units("54."));
+    let ruler: Vec<String> = (1..=25).map(|n| n.to_string()).collect();
+    assert_eq!(scan_str(&format!("Literal[{}]\n", ruler.join(", ")), &DEFAULT_RULES), vec![]);
+}

@@ -1,6 +1,7 @@
 //! Trimming before persistence: every degenerate region keeps its first few copies and a marker
 //! saying what was removed; everything else, before, between and after, is kept as it was.
 
+use crate::counter_run::count_from;
 use crate::counters::cycle_lines_of;
 use crate::detector::scan_stored;
 use crate::extent::{extent, lines_from, template_streak_ends};
@@ -90,6 +91,13 @@ fn kept<S: Unit>(units: &[S], rules: &Rules, finding: &Finding, keep: u64) -> (u
             let kept = keep.min(ends.len() as u64);
             let kept_end = kept.checked_sub(1).map_or(finding.start, |last| ends[last as usize]);
             (kept_end, ends.len() as u64 - kept)
+        }
+        // A copy is a number and the separator after it: the kept ones end where the next starts.
+        Rule::CounterRun => {
+            let mut starts = Vec::new();
+            let (numbers, end) = count_from(units, finding.start as usize, &mut starts);
+            let kept = keep.min(numbers);
+            (starts.get(kept as usize).copied().unwrap_or(end), numbers - kept)
         }
     }
 }

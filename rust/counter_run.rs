@@ -1,0 +1,341 @@
+//! The counter-run rule: numbers that count by one inside a line, one separator between each
+//! (`54.55.56.57.` to the token limit, `1, 2, 3, 4, ...`). No line rule reads inside a line, and
+//! a count never repeats itself exactly, so without this rule a model counting on one line runs
+//! to its token limit unreported.
+//!
+//! A *number* is a maximal run of one to [`MAX_DIGITS`] ASCII digits that touches no ASCII letter
+//! or underscore (`x1`, `uk_10`, `3rd` hold none: a number inside a name is part of the name) and
+//! is followed by a unit (a number the text ends in may still gain a digit). A *count* is a run of
+//! numbers, each one more than the number before it, with the same text between each pair: the
+//! *separator*, of at most [`MAX_SEPARATOR`] units, holding no newline (a count is inside one
+//! line) and no digit. A digit run that is no number (a name's, or four digits or more) ends the
+//! count it follows. Counts are maximal and may share a number: in `1,2,3 4 5` the count `3 4 5`
+//! starts at `3`.
+//!
+//! The rule holds at the unit after the count's `data_counter_min_lines`-th number (a count of
+//! numbers alone needs as many numbers on one line as lines of them), that unit included. The
+//! finding's `start` is the count's first number, its `block` that number and the separator,
+//! `repeats` the numbers counted; a count reaching further extends the claim number by number,
+//! as a streak of lines does line by line. The rule is off when twice its numbers would not fit
+//! `max_long_period` (the token preset's, where it needs more than any stream holds).
+//!
+//! What it costs. A count of `n` numbers spans at least `2n` units (a digit and a separator unit
+//! each, the unit after the last included), all in one line; so a line is read only once it is
+//! that long (the *gate*), from its start (held in the window: the gate fits `max_long_period`),
+//! then unit by unit as it grows. Lines shorter than the gate, which is most lines of most text,
+//! cost a subtraction and a compare at their newline.
+
+use crate::lanes::Unit;
+use crate::rules::Rules;
+use crate::template_lines::MAX_DIGITS;
+use crate::window::Window;
+
+/// The most units between two numbers of a count: numbers in a row, where items with more text
+/// between their numbers are lines (the counter rule's).
+pub const MAX_SEPARATOR: usize = 16;
+
+/// Whether `unit` is an ASCII digit.
+fn is_digit(unit: u32) -> bool {
+    (u32::from(b'0')..=u32::from(b'9')).contains(&unit)
+}
+
+/// Whether a number touching `unit` is part of a name: an ASCII letter or an underscore.
+fn is_name(unit: u32) -> bool {
+    unit == u32::from(b'_') || char::from_u32(unit).is_some_and(|c| c.is_ascii_alphabetic())
+}
+
+/// The numbers a count needs, or `None` when the rule is off.
+pub fn required_numbers(rules: &Rules) -> Option<u64> {
+    let need = u64::from(rules.data_counter_min_lines);
+    (2 * need <= u64::from(rules.max_long_period)).then_some(need)
+}
+
+/// A number read: where it starts, its value and its digits.
+#[derive(Clone, Copy, Debug, Default)]
+struct Number {
+    start: u64,
+    value: u32,
+    digits: [u32; MAX_DIGITS],
+    len: usize,
+}
+
+impl Number {
+    fn digits(&self) -> &[u32] {
+        &self.digits[..self.len]
+    }
+}
+
+/// Text between numbers, as far as a separator can be: `len` past [`MAX_SEPARATOR`] once it
+/// cannot be one (too long, a newline, a digit run that is no number).
+#[derive(Clone, Copy, Debug, Default)]
+struct Gap {
+    units: [u32; MAX_SEPARATOR],
+    len: usize,
+}
+
+impl Gap {
+    const BROKEN: usize = MAX_SEPARATOR + 1;
+
+    fn push(&mut self, unit: u32) {
+        if self.len < MAX_SEPARATOR && unit != u32::from(b'\n') {
+            self.units[self.len] = unit;
+            self.len += 1;
+        } else {
+            self.len = Gap::BROKEN;
+        }
+    }
+
+    fn separator(&self) -> Option<&[u32]> {
+        (self.len <= MAX_SEPARATOR).then(|| &self.units[..self.len])
+    }
+}
+
+/// Reads units one at a time and tells, at the unit after each number, how long the count it
+/// ends is. The one reading of counts, for the detector and for a finding's whole extent.
+#[derive(Clone, Debug)]
+pub(crate) struct Counting {
+    /// The unit before the next one.
+    before: u32,
+    /// The digit run being read (`len` 0: none), its length past [`MAX_DIGITS`] once it is too
+    /// long to be a number.
+    number: Number,
+    after_name: bool,
+    gap: Gap,
+    /// The number before the gap, if the gap can still separate it from the next one.
+    last: Option<Number>,
+    /// Numbers in the count `last` ends (0 without one).
+    run: u64,
+    separator: Gap,
+    /// The count's first number.
+    first: Number,
+}
+
+impl Counting {
+    /// A reading that starts after `before` (a newline at the start of a line).
+    pub fn after(before: u32) -> Counting {
+        Counting {
+            before,
+            number: Number::default(),
+            after_name: false,
+            gap: Gap::default(),
+            last: None,
+            run: 0,
+            separator: Gap::default(),
+            first: Number::default(),
+        }
+    }
+
+    /// Reads the unit at `pos`; returns the numbers of the count a number it ends now holds.
+    #[inline]
+    pub fn push(&mut self, pos: u64, unit: u32) -> Option<u64> {
+        let before = std::mem::replace(&mut self.before, unit);
+        if is_digit(unit) {
+            if self.number.len == 0 {
+                self.number = Number { start: pos, ..Number::default() };
+                self.after_name = is_name(before);
+            }
+            if self.number.len < MAX_DIGITS {
+                self.number.digits[self.number.len] = unit;
+                self.number.value = 10 * self.number.value + (unit - u32::from(b'0'));
+            }
+            self.number.len += 1;
+            return None;
+        }
+        let ended = (self.number.len > 0).then(|| std::mem::take(&mut self.number));
+        let counted = ended.and_then(|number| {
+            if number.len <= MAX_DIGITS && !self.after_name && !is_name(unit) {
+                Some(self.counted(number))
+            } else {
+                // A digit run that is no number: nothing before it can step to what follows.
+                self.last = None;
+                self.run = 0;
+                None
+            }
+        });
+        self.gap.push(unit);
+        counted
+    }
+
+    /// A number ended: the count it continues, starts, or none (a count of one).
+    fn counted(&mut self, number: Number) -> u64 {
+        let separator = self.gap.separator().filter(|_| self.last.is_some_and(|last| number.value == last.value + 1));
+        match separator {
+            Some(separator) if self.run >= 2 && self.separator.separator() == Some(separator) => self.run += 1,
+            Some(_) => {
+                self.run = 2;
+                self.separator = self.gap;
+                self.first = self.last.expect("a step has a number before it");
+            }
+            None => self.run = 1,
+        }
+        self.last = Some(number);
+        self.gap = Gap::default();
+        self.run
+    }
+
+    /// Whether the text since the latest number can no longer separate it from the next.
+    pub fn gap_broken(&self) -> bool {
+        self.gap.separator().is_none()
+    }
+
+    /// Where the count that the latest number ends starts.
+    pub fn first_start(&self) -> u64 {
+        self.first.start
+    }
+
+    /// The count's first number and its separator: one copy, as a finding reports it.
+    pub fn block(&self) -> Vec<u32> {
+        let separator = self.separator.separator().expect("a count of two or more has a separator");
+        self.first.digits().iter().chain(separator).copied().collect()
+    }
+}
+
+/// What a read of the counts stopped at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountEvent {
+    /// A count reached its numbers ([`CounterRun::first`], [`CounterRun::block`]).
+    Reached,
+    /// A count that reached them gained a number.
+    Continued,
+}
+
+/// The rule's state per stream: the reading of the current line once it is long enough.
+#[derive(Clone, Debug)]
+pub struct CounterRun {
+    need: u64,
+    /// A line is read once it holds this many units (`u64::MAX`: the rule is off).
+    gate: u64,
+    counting: Counting,
+    /// Units before this are read, or belong to lines that were passed over.
+    read_to: u64,
+    /// What may be read now: the end of the line being read, or of what the stream has of it.
+    readable_to: u64,
+    /// The unit a read stopped at, and what happened there.
+    pending: Option<(u64, CountEvent)>,
+    /// The count that reached its numbers ended (a claim it made stops growing).
+    broken: bool,
+    /// The count being read reached its numbers.
+    reached: bool,
+}
+
+impl CounterRun {
+    pub fn new(rules: &Rules) -> CounterRun {
+        let need = required_numbers(rules);
+        CounterRun {
+            need: need.unwrap_or(u64::MAX),
+            gate: need.map_or(u64::MAX, |need| 2 * need),
+            counting: Counting::after(u32::from(b'\n')),
+            read_to: 0,
+            readable_to: 0,
+            pending: None,
+            broken: false,
+            reached: false,
+        }
+    }
+
+    /// The units a line must hold before it is read.
+    #[inline(always)]
+    pub fn gate(&self) -> u64 {
+        self.gate
+    }
+
+    /// Where the pending event is (`u64::MAX`: none).
+    #[inline(always)]
+    pub fn pending_at(&self) -> u64 {
+        self.pending.map_or(u64::MAX, |(at, _)| at)
+    }
+
+    /// Takes the pending event, which the caller has reached.
+    pub fn take_pending(&mut self) -> Option<CountEvent> {
+        self.pending.take().map(|(_, event)| event)
+    }
+
+    /// Whether the count that reached its numbers ended since the last call.
+    pub fn take_broken(&mut self) -> bool {
+        std::mem::take(&mut self.broken)
+    }
+
+    /// The count that just reached its numbers: where it starts and its first copy.
+    pub fn first(&self) -> (u64, Vec<u32>) {
+        (self.counting.first_start(), self.counting.block())
+    }
+
+    pub fn need(&self) -> u64 {
+        self.need
+    }
+
+    /// The line starting at `line_start` holds the window's units up to `to` (a newline's
+    /// position plus one, or the stream's end), at least the gate: reads what of it is not read
+    /// yet, up to the first event.
+    pub fn read_line<T: Unit>(&mut self, window: &Window<T>, line_start: u64, to: u64) {
+        if self.pending.is_some() {
+            return;
+        }
+        if self.read_to <= line_start {
+            // A line not read before: nothing earlier continues into it.
+            self.counting = Counting::after(u32::from(b'\n'));
+            self.read_to = line_start;
+            self.end_count();
+        }
+        self.readable_to = to;
+        self.resume(window);
+    }
+
+    /// Reads on from where the last read stopped, up to the first event.
+    pub fn resume<T: Unit>(&mut self, window: &Window<T>) {
+        let (older, newer) = window.slices(self.read_to, self.readable_to);
+        for &unit in older.iter().chain(newer) {
+            let pos = self.read_to;
+            self.read_to += 1;
+            let Some(run) = self.counting.push(pos, unit.into()) else {
+                if self.counting.last.is_none() {
+                    self.end_count();
+                }
+                continue;
+            };
+            if run < self.need {
+                self.end_count();
+                continue;
+            }
+            if run == self.need {
+                self.end_count();
+                self.reached = true;
+                self.pending = Some((pos, CountEvent::Reached));
+                return;
+            }
+            if self.reached {
+                self.pending = Some((pos, CountEvent::Continued));
+                return;
+            }
+        }
+    }
+
+    /// The count being read is over: if it reached its numbers, its claim stops growing.
+    fn end_count(&mut self) {
+        self.broken |= std::mem::take(&mut self.reached);
+    }
+}
+
+/// A count of `units` from its first number at `start`: the numbers it counts, and where it
+/// ends (the unit after its last number included), each number's start listed in `starts`.
+pub(crate) fn count_from<S: Unit>(units: &[S], start: usize, starts: &mut Vec<u64>) -> (u64, u64) {
+    let before = start.checked_sub(1).map_or(u32::from(b'\n'), |i| units[i].into());
+    let mut counting = Counting::after(before);
+    let (mut numbers, mut end) = (0, start as u64);
+    starts.clear();
+    for (pos, &unit) in units.iter().enumerate().skip(start) {
+        let Some(run) = counting.push(pos as u64, unit.into()) else {
+            if numbers > 0 && (counting.last.is_none() || counting.gap_broken()) {
+                break;
+            }
+            continue;
+        };
+        if run != numbers + 1 {
+            break;
+        }
+        numbers = run;
+        end = pos as u64 + 1;
+        starts.push(counting.last.expect("a number was counted").start);
+    }
+    (numbers, end)
+}
