@@ -157,6 +157,22 @@ PROBES: dict[str, loopbreak.Rules] = {
         min_lines=HIGH,
         code_min_lines=HIGH,
     ),
+    # Counts inside a line of four numbers or more (data counter lines fire with them, and are
+    # measured with the counter lines).
+    "counts": loopbreak.Rules(
+        data_counter_min_lines=4,
+        counter_min_lines=HIGH,
+        code_counter_min_lines=HIGH,
+        template_min_lines=HIGH,
+        min_repeats=HIGH,
+        text_span=HIGH,
+        code_min_repeats=HIGH,
+        single_char_min_span=HIGH,
+        whitespace_min_span=HIGH,
+        table_span=HIGH,
+        min_lines=HIGH,
+        code_min_lines=HIGH,
+    ),
 }
 
 
@@ -170,6 +186,7 @@ KINDS = {
     "lines": "lines",
     "counter lines": "counters",
     "template lines": "templates",
+    "counts": "counts",
 }
 
 
@@ -207,6 +224,11 @@ def templates_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> t
     return "templates", f.repeats / rules.template_min_lines
 
 
+def counts_load(rules: loopbreak.Rules, text: str, f: loopbreak.Finding) -> tuple[str, float]:
+    """A count inside a line: its numbers over the numbers required."""
+    return "counts", f.repeats / rules.data_counter_min_lines
+
+
 # How a region of each rule is measured: its kind and its load. Every rule needs an entry (a
 # rule without one stops the tool here; an unknown name is a KeyError, never a guess).
 LOAD: dict[str, Callable[[loopbreak.Rules, str, loopbreak.Finding], tuple[str, float]]] = {
@@ -215,6 +237,7 @@ LOAD: dict[str, Callable[[loopbreak.Rules, str, loopbreak.Finding], tuple[str, f
     "identical_lines": lines_load,
     "counter_lines": counters_load,
     "template_lines": templates_load,
+    "counter_run": counts_load,
 }
 if LOAD.keys() != set(loopbreak.RULE_NAMES):
     raise SystemExit(

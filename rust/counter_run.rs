@@ -25,7 +25,7 @@
 //! then unit by unit as it grows. Lines shorter than the gate, which is most lines of most text,
 //! cost a subtraction and a compare at their newline.
 
-use crate::lanes::Unit;
+use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::template_lines::MAX_DIGITS;
 use crate::window::Window;
@@ -42,6 +42,19 @@ fn is_digit(unit: u32) -> bool {
 /// Whether a number touching `unit` is part of a name: an ASCII letter or an underscore.
 fn is_name(unit: u32) -> bool {
     unit == u32::from(b'_') || char::from_u32(unit).is_some_and(|c| c.is_ascii_alphabetic())
+}
+
+/// Where the first ASCII digit of `units` is, a vector of lanes at a time.
+fn first_digit<T: Unit>(units: &[T]) -> Option<usize> {
+    let mut lanes = units.chunks_exact(LANES);
+    for (k, lane) in lanes.by_ref().enumerate() {
+        let digits = T::digits(lane.try_into().expect("LANES units"));
+        if digits != 0 {
+            return Some(k * LANES + digits.trailing_zeros() as usize);
+        }
+    }
+    let rest = lanes.remainder();
+    rest.iter().position(|&unit| is_digit(unit.into())).map(|i| units.len() - rest.len() + i)
 }
 
 /// The numbers a count needs, or `None` when the rule is off.
@@ -173,6 +186,19 @@ impl Counting {
         self.run
     }
 
+    /// Whether no unit before the next digit can change what a number there continues: no
+    /// number is being read, and none before it can be stepped from.
+    fn idle(&self) -> bool {
+        self.number.len == 0 && (self.last.is_none() || self.gap_broken())
+    }
+
+    /// Units up to `last` were passed over while [`Counting::idle`]: what follows comes after
+    /// `last`, and no number before them can be stepped from.
+    fn skipped(&mut self, last: u32) {
+        self.before = last;
+        self.gap.len = Gap::BROKEN;
+    }
+
     /// Whether the text since the latest number can no longer separate it from the next.
     pub fn gap_broken(&self) -> bool {
         self.gap.separator().is_none()
@@ -210,8 +236,9 @@ pub struct CounterRun {
     read_to: u64,
     /// What may be read now: the end of the line being read, or of what the stream has of it.
     readable_to: u64,
-    /// The unit a read stopped at, and what happened there.
-    pending: Option<(u64, CountEvent)>,
+    /// The unit a read stopped at (`u64::MAX`: none), and what happened there.
+    pending_at: u64,
+    pending: CountEvent,
     /// The count that reached its numbers ended (a claim it made stops growing).
     broken: bool,
     /// The count being read reached its numbers.
@@ -227,7 +254,8 @@ impl CounterRun {
             counting: Counting::after(u32::from(b'\n')),
             read_to: 0,
             readable_to: 0,
-            pending: None,
+            pending_at: u64::MAX,
+            pending: CountEvent::Reached,
             broken: false,
             reached: false,
         }
@@ -242,12 +270,13 @@ impl CounterRun {
     /// Where the pending event is (`u64::MAX`: none).
     #[inline(always)]
     pub fn pending_at(&self) -> u64 {
-        self.pending.map_or(u64::MAX, |(at, _)| at)
+        self.pending_at
     }
 
     /// Takes the pending event, which the caller has reached.
-    pub fn take_pending(&mut self) -> Option<CountEvent> {
-        self.pending.take().map(|(_, event)| event)
+    pub fn take_pending(&mut self) -> CountEvent {
+        self.pending_at = u64::MAX;
+        self.pending
     }
 
     /// Whether the count that reached its numbers ended since the last call.
@@ -266,10 +295,12 @@ impl CounterRun {
 
     /// The line starting at `line_start` holds the window's units up to `to` (a newline's
     /// position plus one, or the stream's end), at least the gate: reads what of it is not read
-    /// yet, up to the first event.
-    pub fn read_line<T: Unit>(&mut self, window: &Window<T>, line_start: u64, to: u64) {
-        if self.pending.is_some() {
-            return;
+    /// yet, up to the first event. Whether the caller has something to settle: an event to
+    /// reach, or a count that fired and ended ([`CounterRun::take_broken`]).
+    #[inline(never)]
+    pub fn read_line<T: Unit>(&mut self, window: &Window<T>, line_start: u64, to: u64) -> bool {
+        if self.pending_at != u64::MAX {
+            return true;
         }
         if self.read_to <= line_start {
             // A line not read before: nothing earlier continues into it.
@@ -279,15 +310,39 @@ impl CounterRun {
         }
         self.readable_to = to;
         self.resume(window);
+        self.pending_at != u64::MAX || self.broken
     }
 
     /// Reads on from where the last read stopped, up to the first event.
     pub fn resume<T: Unit>(&mut self, window: &Window<T>) {
         let (older, newer) = window.slices(self.read_to, self.readable_to);
-        for &unit in older.iter().chain(newer) {
+        if !self.read_slice(older) {
+            self.read_slice(newer);
+        }
+    }
+
+    /// Reads the units of `units`, which start at `read_to`; whether it stopped at an event.
+    fn read_slice<T: Unit>(&mut self, units: &[T]) -> bool {
+        let mut i = 0;
+        while i < units.len() {
+            if self.counting.idle() {
+                // Nothing before the next digit can change the counts (most of a long line).
+                let Some(skip) = first_digit(&units[i..]) else {
+                    self.counting.skipped(units[units.len() - 1].into());
+                    self.read_to += (units.len() - i) as u64;
+                    return false;
+                };
+                if skip > 0 {
+                    self.counting.skipped(units[i + skip - 1].into());
+                    self.read_to += skip as u64;
+                    i += skip;
+                }
+            }
             let pos = self.read_to;
             self.read_to += 1;
-            let Some(run) = self.counting.push(pos, unit.into()) else {
+            let counted = self.counting.push(pos, units[i].into());
+            i += 1;
+            let Some(run) = counted else {
                 if self.counting.last.is_none() {
                     self.end_count();
                 }
@@ -295,19 +350,17 @@ impl CounterRun {
             };
             if run < self.need {
                 self.end_count();
-                continue;
-            }
-            if run == self.need {
+            } else if run == self.need {
                 self.end_count();
                 self.reached = true;
-                self.pending = Some((pos, CountEvent::Reached));
-                return;
-            }
-            if self.reached {
-                self.pending = Some((pos, CountEvent::Continued));
-                return;
+                (self.pending_at, self.pending) = (pos, CountEvent::Reached);
+                return true;
+            } else if self.reached {
+                (self.pending_at, self.pending) = (pos, CountEvent::Continued);
+                return true;
             }
         }
+        false
     }
 
     /// The count being read is over: if it reached its numbers, its claim stops growing.

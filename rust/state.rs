@@ -94,38 +94,50 @@ impl LineRules {
         self.templates.before_append(window, leaving);
     }
 
-    /// Unit `x` of `window` is a newline: where the line it ends starts, and what it did to each
-    /// rule's streak (`None` for a blank line). Inlined into the loop over a piece's newlines.
+    /// Unit `x` of `window` is a newline: what the line it ends did to each rule's streak, or
+    /// `None` for a blank line (which holds no count). Inlined into the loop over a piece's
+    /// newlines.
+    /// `COUNTS`: whether a line may be long enough to hold a count (see [`Core::may_hold_counts`]).
     #[inline(always)]
-    fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> (u64, Option<LineEvents>) {
+    fn on_newline<T: Unit, const COUNTS: bool>(
+        &mut self,
+        x: u64,
+        before: Option<u32>,
+        window: &Window<T>,
+    ) -> Option<LineEvents> {
         let line = self.reader.on_newline(x, before, window);
         if line.content_len == 0 {
-            return (line.start, None);
+            return None;
         }
+        let counts =
+            COUNTS && x + 1 - line.start >= self.counts.gate() && self.counts.read_line(window, line.start, x + 1);
         let identical = self.identical.on_line(line, window);
         let repeats_previous = identical != LineEvent::NewStreak;
         let counter = self.counters.on_line(line.start, line.content_len, line.last, x, repeats_previous, window);
         let template = self.templates.on_line(line.start, line.content_len, x, window);
-        (line.start, Some(LineEvents { identical, counter, template }))
+        Some(LineEvents { identical, counter, template, counts })
     }
 }
 
 /// What the end of a non-blank line did to the streak of identical lines, to the streak of
 /// counter lines and to the streak of template lines (`None` when the line left that streak as
-/// it was: none running and none started, or a line the template rule passes over).
+/// it was: none running and none started, or a line the template rule passes over), and whether
+/// reading its counts stopped at an event or ended a count that fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LineEvents {
     identical: LineEvent,
     counter: Option<CounterEvent>,
     template: Option<TemplateEvent>,
+    counts: bool,
 }
 
 impl LineEvents {
-    /// Whether a streak reached its rule at this line.
+    /// Whether a streak reached its rule at this line, or its counts have something to settle.
     fn reached(&self) -> bool {
         matches!(self.identical, LineEvent::Reached { .. })
             || matches!(self.counter, Some(CounterEvent::Reached))
             || matches!(self.template, Some(TemplateEvent::Reached))
+            || self.counts
     }
 }
 
@@ -198,10 +210,9 @@ impl<T: Unit> Core<T> {
         // pieces shorter than the sample spacing are looked at.
         #[allow(clippy::manual_contains)]
         let ends_a_line = || piece.iter().any(|&unit| unit == newline);
-        let open_line = end - self.lines.reader.current_start();
         if self.trackers.is_empty()
             && self.next_sample(first) >= end
-            && open_line < self.lines.counts.gate()
+            && end - self.lines.reader.current_start() < self.lines.counts.gate()
             && !ends_a_line()
         {
             // Nothing can happen in this piece (most streamed deltas): no line ends, no sample
@@ -228,7 +239,8 @@ impl<T: Unit> Core<T> {
         let mut newlines = Marks::<{ PIECE / 64 }>::new();
         newlines.list(piece, b'\n');
         let mut x = first;
-        let (mut newline, mut line) = self.lines_ahead(piece, &newlines, first, x);
+        let counts = self.may_hold_counts(&newlines, first);
+        let (mut newline, mut line) = self.lines_ahead(counts, piece, &newlines, first, x);
         loop {
             let mut event = newline.min(self.lines.counts.pending_at());
             for i in 0..self.trackers.len() {
@@ -244,7 +256,7 @@ impl<T: Unit> Core<T> {
                 break;
             }
             if newline < x {
-                (newline, line) = self.lines_ahead(piece, &newlines, first, x);
+                (newline, line) = self.lines_ahead(counts, piece, &newlines, first, x);
             }
         }
         self.claim.extend_to(end);
@@ -253,12 +265,42 @@ impl<T: Unit> Core<T> {
     /// Works through the piece's newlines from `x` on while their lines change nothing but the
     /// streaks of identical and of counter lines, which nothing else reads: up to the first
     /// whose event matters to the rest (a streak reaching its rule, any line while a line
-    /// finding is claimed, or a line in which the counts stopped at an event).
+    /// finding is claimed, or a line whose counts have something to settle).
     /// Returns that newline and its event, for the units before it to be worked through first,
     /// or `u64::MAX` if none does; then the line the piece ends in is read for counts, if it is
     /// long enough. Most newlines thus cost a list entry and two length compares.
     #[inline(always)]
     fn lines_ahead<S: Unit, const N: usize>(
+        &mut self,
+        counts: bool,
+        piece: &[S],
+        newlines: &Marks<N>,
+        first: u64,
+        x: u64,
+    ) -> (u64, Option<LineEvents>) {
+        if counts {
+            self.lines_through::<S, N, true>(piece, newlines, first, x)
+        } else {
+            self.lines_through::<S, N, false>(piece, newlines, first, x)
+        }
+    }
+
+    /// Whether a line the piece's newlines end may be long enough to hold a count: the first,
+    /// with what came before the piece, or one between two of them. A piece of short lines (most
+    /// text) then costs no compare per newline for the counts. `newlines` are the piece's, which
+    /// starts at `first`; the line reader has read none of them yet.
+    #[inline(always)]
+    fn may_hold_counts<const N: usize>(&self, newlines: &Marks<N>, first: u64) -> bool {
+        let gate = self.lines.counts.gate();
+        let marks = newlines.from(0);
+        let Some(&head) = marks.first() else { return false };
+        let widest = marks[1..].iter().zip(marks).fold(0, |widest, (&b, &a)| widest.max(b - a));
+        first - self.lines.reader.current_start() + u64::from(head) + 1 >= gate || u64::from(widest) >= gate
+    }
+
+    /// [`Core::lines_ahead`], with the counts read (`COUNTS`) or not.
+    #[inline(always)]
+    fn lines_through<S: Unit, const N: usize, const COUNTS: bool>(
         &mut self,
         piece: &[S],
         newlines: &Marks<N>,
@@ -269,28 +311,18 @@ impl<T: Unit> Core<T> {
             let at = first + u64::from(i);
             // The unit before the newline, read from the piece where it is in it.
             let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
-            let (start, event) = self.lines.on_newline(at, before, &self.window);
-            if at + 1 - start >= self.lines.counts.gate() && self.read_counts(start, at + 1) {
-                return (at, event);
-            }
+            let event = self.lines.on_newline::<T, COUNTS>(at, before, &self.window);
             if event.is_some_and(|event| self.claim.streak_running() || event.reached()) {
+                self.count_read();
                 return (at, event);
             }
         }
         let start = self.lines.reader.current_start();
         if self.window.end() - start >= self.lines.counts.gate() {
-            self.read_counts(start, self.window.end());
+            self.lines.counts.read_line(&self.window, start, self.window.end());
+            self.count_read();
         }
         (u64::MAX, None)
-    }
-
-    /// Reads the counts of the line from `start` up to `to` (see [`CounterRun::read_line`]);
-    /// whether the read stopped at an event.
-    #[inline(never)]
-    fn read_counts(&mut self, start: u64, to: u64) -> bool {
-        self.lines.counts.read_line(&self.window, start, to);
-        self.count_read();
-        self.lines.counts.pending_at() != u64::MAX
     }
 
     /// After a read of the counts: a count that fired and ended stops extending the claim.
@@ -332,12 +364,11 @@ impl<T: Unit> Core<T> {
     /// gained a number.
     fn on_count(&mut self, x: u64) {
         match self.lines.counts.take_pending() {
-            Some(CountEvent::Reached) => {
+            CountEvent::Reached => {
                 let ((start, block), repeats) = (self.lines.counts.first(), self.lines.counts.need());
                 self.streak_reached(Rule::CounterRun, start, block, repeats, x);
             }
-            Some(CountEvent::Continued) => self.claim.streak_continued_at(x, Rule::CounterRun),
-            None => {}
+            CountEvent::Continued => self.claim.streak_continued_at(x, Rule::CounterRun),
         }
     }
 

@@ -255,7 +255,8 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
             4 => {
                 // Counter lines: a template, or a cycle of two to four (some without a number;
                 // four is no counter), around a number that mostly counts up by one, line by
-                // line or once a cycle.
+                // line or once a cycle; or, with no newline between the items, a count inside a
+                // line.
                 let cycle_lines = 1 + below(u, 4);
                 let cycle: Vec<(Vec<u32>, Vec<u32>, bool)> = (0..cycle_lines)
                     .map(|_| {
@@ -265,6 +266,7 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
                     })
                     .collect();
                 let once_a_cycle = below(u, 2) == 0;
+                let in_line = below(u, 3) == 0;
                 let mut n = u64::from(byte(u)).saturating_mul([1, 1, 1_000_000_007, u64::MAX / 2][below(u, 4)]);
                 for i in 0..below(u, 200) {
                     let (head, tail, numbered) = &cycle[i % cycle_lines];
@@ -273,7 +275,9 @@ pub fn generate_units(u: &mut Unstructured<'_>, text: bool) -> Vec<u32> {
                         out.extend(n.to_string().chars().map(u32::from));
                     }
                     out.extend_from_slice(tail);
-                    out.push(NEWLINE);
+                    if !in_line {
+                        out.push(NEWLINE);
+                    }
                     if !once_a_cycle || i % cycle_lines == cycle_lines - 1 {
                         n = n.saturating_add([1, 1, 1, 1, 1, 0, 2][below(u, 7)]);
                     }
@@ -373,9 +377,50 @@ fn is_primitive(block: &[u32]) -> bool {
 /// Where a later finding may start (mirrors the core's `Finding::anchor`).
 fn anchor(f: &Finding) -> u64 {
     match f.rule {
-        Rule::IdenticalLines | Rule::CounterLines | Rule::TemplateLines => f.start,
+        Rule::IdenticalLines | Rule::CounterLines | Rule::TemplateLines | Rule::CounterRun => f.start,
         Rule::PeriodicRun | Rule::LongBlock => f.start + f.period,
     }
+}
+
+/// The numbers of a count in `units` from its first number at `start` up to `end`, as the fuzzer
+/// reads the rule: digit runs split by one separator of 1-16 units with no newline or digit,
+/// each run of 1-3 digits one more than the run before, the first run after no ASCII letter or
+/// `_`, and the unit at `end - 1` (the one after the last run) neither a digit, a letter nor `_`.
+/// `None` if the units are no such count.
+fn count_numbers(units: &[u32], start: usize, end: usize) -> Option<(u64, Vec<u32>)> {
+    let digit = |u: u32| (48..=57).contains(&u);
+    let name = |u: u32| u == 95 || char::from_u32(u).is_some_and(|c| c.is_ascii_alphabetic());
+    if (start > 0 && (digit(units[start - 1]) || name(units[start - 1]))) || !digit(units[start]) {
+        return None;
+    }
+    let after = units[end - 1];
+    if digit(after) || name(after) {
+        return None;
+    }
+    let mut numbers = 0u64;
+    let mut separator: Option<&[u32]> = None;
+    let mut previous: Option<u32> = None;
+    let mut at = start;
+    while at < end - 1 {
+        let run_end = (at..end).find(|&i| !digit(units[i])).unwrap_or(end);
+        let value = units[at..run_end].iter().fold(0u32, |v, &d| v.saturating_mul(10).saturating_add(d - 48));
+        if run_end - at > 3 || previous.is_some_and(|p| value != p + 1) {
+            return None;
+        }
+        previous = Some(value);
+        numbers += 1;
+        if run_end == end - 1 {
+            break;
+        }
+        let next = (run_end..end - 1).find(|&i| digit(units[i]))?;
+        let between = &units[run_end..next];
+        if between.len() > 16 || between.contains(&NEWLINE) || separator.is_some_and(|s| s != between) {
+            return None;
+        }
+        separator = Some(between);
+        at = next;
+    }
+    Some((numbers, separator?.to_vec()))
 }
 
 /// Whether the template rule remembers a line (newline excluded): content of 6 units or more
@@ -754,6 +799,23 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 }
                 assert_eq!(streak, f.repeats, "not the streak's lines: {}", ctx());
             }
+            Rule::CounterRun => {
+                let need = u64::from(rules.data_counter_min_lines);
+                assert!(2 * need <= u64::from(rules.max_long_period), "the rule is off: {}", ctx());
+                let (numbers, separator) =
+                    count_numbers(units, start, end).unwrap_or_else(|| panic!("no count: {}", ctx()));
+                assert_eq!((numbers, f.repeats), (need, need), "not where the rule first holds: {}", ctx());
+                let first_len = (start..end).find(|&i| !(48..=57).contains(&units[i])).unwrap() - start;
+                assert_eq!(f.block, [&units[start..start + first_len], &separator[..]].concat(), "{}", ctx());
+                assert_eq!(f.period, f.block.len() as u64, "{}", ctx());
+                // It starts here: no number one less stands before it behind the same separator.
+                let before = start.checked_sub(separator.len()).filter(|&b| units[b..start] == separator[..]);
+                if let Some(b) = before {
+                    let run_start = units[..b].iter().rposition(|&u| !(48..=57).contains(&u)).map_or(0, |i| i + 1);
+                    let earlier = (run_start < b).then(|| count_numbers(units, run_start, start + first_len + 1));
+                    assert!(!matches!(earlier, Some(Some(_))), "count starts earlier: {}", ctx());
+                }
+            }
         }
         if i > 0 {
             let prev = &found[i - 1];
@@ -784,7 +846,7 @@ fn compare_with_oracle(units: &[u32], rules: &Rules, window: usize, found: &[Fin
                 }
             }
             // A block fits the window, and so does each line of a counter or template streak.
-            Rule::PeriodicRun | Rule::LongBlock | Rule::CounterLines | Rule::TemplateLines => {}
+            Rule::PeriodicRun | Rule::LongBlock | Rule::CounterLines | Rule::TemplateLines | Rule::CounterRun => {}
         }
     }
     assert_eq!(found, expected, "detector != oracle on {}", show(units));
@@ -1006,6 +1068,16 @@ pub fn check_trimmed(units: &[u32], rules: &Rules, keep: u64, trimmed: &Trimmed)
                     .filter(|line| numbered_template(line, rules).is_some())
                     .count() as u64;
                 assert!(kept >= keep.min(f.repeats), "{}", ctx("fewer than `keep` lines kept"));
+            }
+            Rule::CounterRun => {
+                // After the first `keep` numbers, at the start of the next; what is removed counts
+                // on to the region's end.
+                let digit = |u: &u32| (48..=57).contains(u);
+                let kept = units[f.start as usize..start].split(|u| !digit(u)).filter(|run| !run.is_empty()).count();
+                assert!(kept as u64 == keep && digit(&units[start]), "{}", ctx("not `keep` numbers kept"));
+                let (all, _) = count_numbers(units, f.start as usize, end)
+                    .unwrap_or_else(|| panic!("{}", ctx("the region is no count")));
+                assert_eq!((all, r.repeats), (f.repeats, f.repeats - keep), "{}", ctx("repeats"));
             }
         }
         expected.extend_from_slice(&units[cursor..start]);

@@ -37,7 +37,12 @@ DEFAULT_KEEP: Final[int]
 """Copies of each repeated block that ``trim`` keeps by default (3)."""
 
 RuleName = Literal[
-    "periodic_run", "long_block", "identical_lines", "counter_lines", "template_lines"
+    "periodic_run",
+    "long_block",
+    "identical_lines",
+    "counter_lines",
+    "template_lines",
+    "counter_run",
 ]
 
 RULE_NAMES: Final[tuple[RuleName, ...]]
@@ -197,6 +202,17 @@ class Rules:
     back); ``block`` is its first line, ``repeats`` counts its
     lines. ``conservative()`` and ``for_tokens()`` turn the rule off in effect (see there).
 
+    Numbers that count by one inside a line, with the same text between each pair (``54.55.56.``
+    to the token limit, ``1, 2, 3, 4``), are reported as ``counter_run``. A number here is a run
+    of one to three ASCII digits with no ASCII letter or ``_`` right before or after it and a
+    unit after it; the text between two numbers of a count is at most 16 units and holds no
+    newline or digit (a digit run that is no number ends the count). A count of numbers alone
+    needs as many numbers as a template of the counter alone needs lines,
+    ``data_counter_min_lines``, and is found at the unit after that number; ``block`` is its
+    first number and the text after it, ``repeats`` counts its numbers, and ``end`` (offline)
+    is one past the unit after its last number. The rule is off when twice
+    ``data_counter_min_lines`` exceeds ``max_long_period`` (``for_tokens()``).
+
     Raises ``ValueError`` for values that cannot work together or lie outside ``0..2**32``
     (ints of any size), ``TypeError`` for non-ints.
 
@@ -326,7 +342,8 @@ class Finding:
     def period(self) -> int:
         """Units in one copy of the block (for ``identical_lines``, ``counter_lines`` and
         ``template_lines``: the (first) line without its newline and trailing whitespace; for a
-        cycle of counter lines, its first cycle of lines joined by newlines)."""
+        cycle of counter lines, its first cycle of lines joined by newlines; for
+        ``counter_run``, the count's first number and the text after it)."""
     @property
     def block(self) -> str:
         """One copy of the repeated block (for ``identical_lines``, the line; for
@@ -336,16 +353,18 @@ class Finding:
         template; a line longer than
         the detector's window, 15,362 units at the defaults, is given by the part of it the
         window holds at the newline: its last ``window - 1 - w`` units, ``w`` being the trailing
-        whitespace)."""
+        whitespace; for ``counter_run``, the count's first number and the text between it and
+        the next)."""
     @property
     def start(self) -> int:
         """Offset where the first copy starts (for ``identical_lines``, ``counter_lines`` and
-        ``template_lines``, the first line)."""
+        ``template_lines``, the first line; for ``counter_run``, the count's first number)."""
     @property
     def repeats(self) -> int:
         """Full copies (or lines): those seen when the rule first held (streaming), or every one
         in the region (offline scan). For ``template_lines``, the streak's lines: the lines
-        between them that it passes over (blank, short, without a number) do not count."""
+        between them that it passes over (blank, short, without a number) do not count. For
+        ``counter_run``, the numbers counted."""
     @property
     def detected_at(self) -> int:
         """Units seen when the rule first held: ``text[start:detected_at]`` is the evidence."""
@@ -353,7 +372,8 @@ class Finding:
     def end(self) -> int:
         """Where the region ends: ``detected_at`` when streaming; offline, where the repetition
         stops (a periodic run may end inside a copy; a run of lines ends after the last
-        repeated line's newline, or at the end of a text that ends inside a copy)."""
+        repeated line's newline, or at the end of a text that ends inside a copy; a count ends
+        one past the unit after its last number)."""
     def to_dict(self) -> dict[str, Any]:
         """The finding as a dict of plain values, for JSON and logs."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from typing import Any
 
 import pytest
@@ -202,6 +203,8 @@ RULE_TEXTS = {
     # and the rule holds at item 11 (8 lines, 3 templates); 12 lines are too few for a counter
     # cycle of words (16).
     "template_lines": "Intro\n" + "".join(f"{i}. {_ITEMS[(i - 1) % 3]}\n" for i in range(1, 13)),
+    # Numbers counting on one line: found at the unit after the 64th.
+    "counter_run": "Count: " + ", ".join(str(i) for i in range(1, 81)) + ".\n",
 }
 
 
@@ -239,7 +242,10 @@ def test_a_rules_copy_is_what_its_repeats_count() -> None:
         f = scan(text)[0]
         assert f.rule == rule
         region = text[f.start : f.end]
-        if loopbreak.RULE_INFO[rule].copy == "block":
+        if rule == "counter_run":
+            # A copy is a number and the text after it; the numbers widen as they count.
+            assert f.repeats == len(re.findall("[0-9]+", region)) > 1
+        elif loopbreak.RULE_INFO[rule].copy == "block":
             assert f.repeats == len(region) // f.period > 1
         else:
             assert f.repeats == sum(1 for line in region.splitlines() if line.strip()) > 1

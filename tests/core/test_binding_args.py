@@ -30,6 +30,7 @@ def test_rule_names_are_the_codes_of_the_columns() -> None:
         "identical_lines",
         "counter_lines",
         "template_lines",
+        "counter_run",
     )
 
 

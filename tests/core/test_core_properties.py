@@ -402,6 +402,37 @@ def template_texts(draw: st.DrawFn) -> str:
 
 TEMPLATE_TEXTS = template_texts()
 
+# What separates the numbers of a count (a name's `_`, a digit run, a newline, more than 16 units:
+# no separator), and the noise between counts (names with digits, a number of four digits).
+COUNT_SEPARATORS = [".", ", ", " ", ") (", "人,", "x", "_", ",\n", "a b c d e f g h i j"]
+COUNT_NOISE = ["ab", " ", "\n", "7", "x1", ". ", "1000", "_2"]
+
+
+@st.composite
+def count_texts(draw: st.DrawFn) -> str:
+    """Counts inside lines: numbers that go one up with one separator, from small values, around
+    100 (a digit more) and around 1,000 (four digits: no number), in half of the counts now and
+    then skipping one, changing separator or broken by noise; some long enough for the default
+    rules."""
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        out.extend(draw(st.lists(st.sampled_from(COUNT_NOISE), max_size=4)))
+        separator = draw(st.sampled_from(COUNT_SEPARATORS))
+        n = draw(st.sampled_from([0, 1, 7, 95, 990]))
+        steps = ["up"] * 12 + ["jump", "separator", "noise"] if draw(st.booleans()) else ["up"]
+        for _ in range(draw(st.sampled_from([0, 4, 9, 14, 70]))):
+            out.append(f"{n}{separator}")
+            step = draw(st.sampled_from(steps))
+            n += 2 if step == "jump" else 1
+            if step == "separator":
+                separator = draw(st.sampled_from(COUNT_SEPARATORS))
+            elif step == "noise":
+                out.append(draw(st.sampled_from(COUNT_NOISE)))
+    return "".join(out)
+
+
+COUNT_TEXTS = count_texts()
+
 
 @st.composite
 def small_rules(draw: st.DrawFn) -> Rules:
@@ -515,6 +546,16 @@ def test_scan_equals_oracle_on_counter_texts_random_rules(rules: Rules, text: st
 
 
 @FAST
+@given(rules=st.sampled_from([SMALL, DEFAULT]), text=COUNT_TEXTS)
+def test_scan_equals_oracle_on_count_texts(rules: Rules, text: str) -> None:
+    check_against_oracle(text, rules)
+
+
+@given(rules=small_rules(), text=COUNT_TEXTS)
+def test_scan_equals_oracle_on_count_texts_random_rules(rules: Rules, text: str) -> None:
+    check_against_oracle(text, rules)
+
+
 @given(text=TEMPLATE_TEXTS)
 def test_scan_equals_oracle_on_template_texts(text: str) -> None:
     check_against_oracle(text, SMALL)
@@ -571,6 +612,8 @@ def _reaches(strategy: st.SearchStrategy[str], rules: Rules, rule: str) -> str:
         (COUNTER_TEXTS, SMALL, "counter_lines"),
         (TEMPLATE_TEXTS, SMALL, "template_lines"),
         (TEMPLATE_TEXTS, DEFAULT, "template_lines"),
+        (COUNT_TEXTS, SMALL, "counter_run"),
+        (COUNT_TEXTS, DEFAULT, "counter_run"),
     ],
 )
 def test_generators_reach_the_rules(
@@ -644,6 +687,19 @@ def test_any_chunking_of_template_texts_gives_the_oracles_findings(
         event(f"chunked: {f.rule}")
 
 
+@FAST
+@given(rules=st.sampled_from([SMALL, DEFAULT]), case=text_and_cuts(COUNT_TEXTS))
+def test_any_chunking_of_count_texts_gives_the_oracles_findings(
+    rules: Rules, case: tuple[str, list[int]]
+) -> None:
+    text, cuts = case
+    detector = feed_in_pieces(text, cuts, rules)
+    expected = oracle_stream(rules, text)
+    assert [plain(f) for f in detector.findings] == expected, f"text={text!r} cuts={sorted(cuts)}"
+    for f in expected:
+        event(f"chunked: {f.rule}")
+
+
 @SLOW
 @given(case=text_and_cuts(DEFAULT_FRAGMENTS))
 def test_any_chunking_gives_scan_findings_default_rules(case: tuple[str, list[int]]) -> None:
@@ -705,6 +761,11 @@ def check_trim(text: str, keep: int, rules: Rules) -> None:
             assert keep < copies, (r, copies)
             assert r.start == streak.lines[keep - 1].end, (r, streak)
             assert r.repeats == copies - keep, (r, copies)
+        elif f.rule == "counter_run":
+            # The first ``keep`` numbers are kept, each with the separator after it; the removal
+            # starts at the next number and counts the numbers after them.
+            assert len(re.findall(r"[0-9]+", text[f.start : r.start])) == keep, r
+            assert text[r.start].isdigit() and r.repeats == candidate.copies - keep, r
         elif loopbreak.RULE_INFO[f.rule].copy == "line":
             # The first ``keep`` copies are kept: lines, or cycles of lines of a counter streak.
             kept = text[f.start : r.start]
@@ -762,6 +823,12 @@ def test_trim_keeps_everything_outside_the_removals(text: str, keep: int) -> Non
 @FAST
 @given(rules=st.sampled_from([SMALL, DEFAULT]), text=TEMPLATE_TEXTS, keep=st.integers(1, 6))
 def test_trim_template_texts(rules: Rules, text: str, keep: int) -> None:
+    check_trim(text, keep, rules)
+
+
+@FAST
+@given(rules=st.sampled_from([SMALL, DEFAULT]), text=COUNT_TEXTS, keep=st.integers(1, 6))
+def test_trim_count_texts(rules: Rules, text: str, keep: int) -> None:
     check_trim(text, keep, rules)
 
 

@@ -291,7 +291,9 @@ class Candidate:
     # periodic: the end of the maximal run; lines: the ends of the streak's lines from the
     # need-th on (each the offset just after its '\n').
     region_end: int
-    line_ends: tuple[int, ...]
+    # Where the claim grows, for a region claimed copy by copy (the ends of a streak's lines,
+    # of a count's numbers, from the need-th on); empty for a periodic run, claimed unit by unit.
+    claim_steps: tuple[int, ...]
 
     def sort_key(self) -> tuple[int, int, int, int]:
         f = self.finding
@@ -299,9 +301,8 @@ class Candidate:
 
     def claim(self, t: int) -> int:
         """How far this region reaches once ``t`` units have been seen."""
-        if loopbreak.RULE_INFO[self.finding.rule].copy == "line":
-            reached = [end for end in self.line_ends if end <= t]
-            return max(reached) if reached else 0
+        if self.claim_steps:
+            return max((end for end in self.claim_steps if end <= t), default=0)
         return min(self.region_end, t)
 
 
@@ -329,7 +330,7 @@ def periodic_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             if b - s >= need:
                 rule: RuleName = "periodic_run" if p <= rules.max_period else "long_block"
                 finding = OracleFinding(rule, p, block, s, need // p, s + need, s + need)
-                out.append(Candidate(finding, a, b, (b - s) // p, region_end=b, line_ends=()))
+                out.append(Candidate(finding, a, b, (b - s) // p, region_end=b, claim_steps=()))
     return out
 
 
@@ -368,7 +369,7 @@ def lines_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             ):
                 whole_end, copies = len(u), copies + (rstrip_whitespace(tail) == content)
             out.append(
-                Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)
+                Candidate(finding, first, whole_end, copies, region_end=ends[-1], claim_steps=ends)
             )
         i = k + 1
     return out
@@ -591,7 +592,7 @@ def counter_candidate(
     ends = tuple(line[2] for line in streak[need - 1 :])
     finding = OracleFinding("counter_lines", len(block), block, first, need, ends[0], ends[0])
     whole_end, copies = (len(u), len(streak) + 1) if more else (ends[-1], len(streak))
-    return [Candidate(finding, first, whole_end, copies, region_end=ends[-1], line_ends=ends)]
+    return [Candidate(finding, first, whole_end, copies, region_end=ends[-1], claim_steps=ends)]
 
 
 # --- template_lines ---------------------------------------------------------------------------
@@ -911,8 +912,72 @@ def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
         whole_end = len(u) if streak.tail else ends[-1]
         copies = len(streak.lines) + streak.tail
         out.append(
-            Candidate(finding, first.start, whole_end, copies, region_end=ends[-1], line_ends=ends)
+            Candidate(finding, first.start, whole_end, copies, region_end=ends[-1], claim_steps=ends)
         )
+    return out
+
+
+# --- counter_run ------------------------------------------------------------------------------
+
+# A digit run and what touches it: a number has none of these on either side.
+DIGIT_RUN = re.compile(r"[0-9]+")
+NAME_UNITS = frozenset("_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+# The most units between two numbers of a count.
+COUNT_MAX_SEPARATOR = 16
+
+
+def counter_run_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
+    """Counts inside a line: digit runs in order; a number is one of at most three digits with
+    no ASCII letter or ``_`` on either side and a unit after it; two digit runs in a row step
+    when both are numbers, the second one more, with at most 16 units and no newline between
+    them; a count is a maximal run of steps with one separator, found at the unit after its
+    ``data_counter_min_lines``-th number (the rule is off when twice that exceeds
+    ``max_long_period``)."""
+    need = rules.data_counter_min_lines
+    if 2 * need > rules.max_long_period:
+        return []
+    runs = list(DIGIT_RUN.finditer(u))
+
+    def value(k: int) -> int | None:
+        i, j = runs[k].span()
+        touches_name = (i > 0 and u[i - 1] in NAME_UNITS) or (j < len(u) and u[j] in NAME_UNITS)
+        return None if j == len(u) or j - i > 3 or touches_name else int(u[i:j])
+
+    def separator(k: int) -> str:
+        return u[runs[k].end() : runs[k + 1].start()]
+
+    def steps(k: int) -> bool:
+        a, b, between = value(k), value(k + 1), separator(k)
+        return (
+            a is not None
+            and b == a + 1
+            and len(between) <= COUNT_MAX_SEPARATOR
+            and "\n" not in between
+        )
+
+    out: list[Candidate] = []
+    k = 0
+    while k + 1 < len(runs):
+        if not steps(k):
+            k += 1
+            continue
+        last = k + 1
+        while last + 1 < len(runs) and steps(last) and separator(last) == separator(k):
+            last += 1
+        if last - k + 1 >= need:
+            first = runs[k].start()
+            block = u[first : runs[k + 1].start()]
+            ends = tuple(runs[m].end() + 1 for m in range(k + need - 1, last + 1))
+            finding = OracleFinding(
+                "counter_run", len(block), block, first, need, ends[0], ends[0]
+            )
+            out.append(
+                Candidate(
+                    finding, first, ends[-1], last - k + 1, region_end=ends[-1], claim_steps=ends
+                )
+            )
+        # The next count may start at this one's last number, behind another separator.
+        k = last
     return out
 
 
@@ -923,6 +988,7 @@ def oracle_candidates(rules: loopbreak.Rules, text: str) -> list[Candidate]:
         + lines_candidates(rules, text)
         + counter_candidates(rules, text)
         + template_candidates(rules, text)
+        + counter_run_candidates(rules, text)
     )
     cands.sort(key=Candidate.sort_key)
     return cands
