@@ -236,6 +236,9 @@ pub struct CounterRun {
     read_to: u64,
     /// What may be read now: the end of the line being read, or of what the stream has of it.
     readable_to: u64,
+    /// The lines still to read after it: where each starts, and up to where.
+    queued: Vec<(u64, u64)>,
+    next: usize,
     /// The unit a read stopped at (`u64::MAX`: none), and what happened there.
     pending_at: u64,
     pending: CountEvent,
@@ -254,6 +257,8 @@ impl CounterRun {
             counting: Counting::after(u32::from(b'\n')),
             read_to: 0,
             readable_to: 0,
+            queued: Vec::new(),
+            next: 0,
             pending_at: u64::MAX,
             pending: CountEvent::Reached,
             broken: false,
@@ -294,30 +299,34 @@ impl CounterRun {
     }
 
     /// The line starting at `line_start` holds the window's units up to `to` (a newline's
-    /// position plus one, or the stream's end), at least the gate: reads what of it is not read
-    /// yet, up to the first event. Whether the caller has something to settle: an event to
-    /// reach, or a count that fired and ended ([`CounterRun::take_broken`]).
-    #[inline(never)]
-    pub fn read_line<T: Unit>(&mut self, window: &Window<T>, line_start: u64, to: u64) -> bool {
-        if self.pending_at != u64::MAX {
-            return true;
-        }
-        if self.read_to <= line_start {
-            // A line not read before: nothing earlier continues into it.
-            self.counting = Counting::after(u32::from(b'\n'));
-            self.read_to = line_start;
-            self.end_count();
-        }
-        self.readable_to = to;
-        self.resume(window);
-        self.pending_at != u64::MAX || self.broken
+    /// position plus one, or the stream's end), at least the gate: what of it is not read yet
+    /// is read by the next [`CounterRun::resume`], after the lines queued before it.
+    pub fn queue(&mut self, line_start: u64, to: u64) {
+        self.queued.push((line_start, to));
     }
 
-    /// Reads on from where the last read stopped, up to the first event.
+    /// Reads on from where the last read stopped, through the queued lines, up to the first
+    /// event.
+    #[inline(never)]
     pub fn resume<T: Unit>(&mut self, window: &Window<T>) {
-        let (older, newer) = window.slices(self.read_to, self.readable_to);
-        if !self.read_slice(older) {
-            self.read_slice(newer);
+        loop {
+            let (older, newer) = window.slices(self.read_to, self.readable_to);
+            if self.read_slice(older) || self.read_slice(newer) {
+                return;
+            }
+            let Some(&(line_start, to)) = self.queued.get(self.next) else {
+                self.queued.clear();
+                self.next = 0;
+                return;
+            };
+            self.next += 1;
+            if self.read_to <= line_start {
+                // A line not read before: nothing earlier continues into it.
+                self.counting = Counting::after(u32::from(b'\n'));
+                self.read_to = line_start;
+                self.end_count();
+            }
+            self.readable_to = to;
         }
     }
 

@@ -314,13 +314,15 @@ pub struct Marks<const N: usize> {
     /// never read, and left uninitialised (zeroing 1 KiB per piece cost 4% of the detector).
     at: [[MaybeUninit<u16>; 64]; N],
     len: usize,
+    /// A whole word of 64 units holds no mark.
+    bare_word: bool,
 }
 
 impl<const N: usize> Marks<N> {
     /// No marks, room for a piece's: filled in place by [`Marks::list`] (as a value it would
     /// be copied, 1 KiB for a piece).
     pub fn new() -> Marks<N> {
-        Marks { at: [[MaybeUninit::uninit(); 64]; N], len: 0 }
+        Marks { at: [[MaybeUninit::uninit(); 64]; N], len: 0, bare_word: false }
     }
 
     /// Lists the indices of `target` in `units`, in place of those held.
@@ -329,13 +331,16 @@ impl<const N: usize> Marks<N> {
         assert!(units.len() <= 64 * N && 64 * N <= usize::from(u16::MAX));
         let target = S::store(u32::from(target));
         self.len = 0;
+        self.bare_word = false;
         let listed = self.at.as_flattened_mut();
         for (word, units) in units.chunks(64).enumerate() {
             let mut bits = match <&[S; 64]>::try_from(units) {
                 Ok(units) => {
                     let found =
                         |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
-                    (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i)
+                    let bits = (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i);
+                    self.bare_word |= bits == 0;
+                    bits
                 }
                 Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
             };
@@ -354,6 +359,12 @@ impl<const N: usize> Marks<N> {
             }
             self.len += count;
         }
+    }
+
+    /// Whether a whole word of 64 units (from the start of the units listed) holds no mark: any
+    /// run of 127 units or more without one holds such a word.
+    pub fn has_a_bare_word(&self) -> bool {
+        self.bare_word
     }
 
     /// The marks at or after index `from`, in order.

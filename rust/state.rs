@@ -95,49 +95,37 @@ impl LineRules {
     }
 
     /// Unit `x` of `window` is a newline: what the line it ends did to each rule's streak, or
-    /// `None` for a blank line (which holds no count). Inlined into the loop over a piece's
-    /// newlines.
-    /// `COUNTS`: whether a line may be long enough to hold a count (see [`Core::may_hold_counts`]).
+    /// `None` for a blank line. Inlined into the loop over a piece's newlines.
     #[inline(always)]
-    fn on_newline<T: Unit, const COUNTS: bool>(
-        &mut self,
-        x: u64,
-        before: Option<u32>,
-        window: &Window<T>,
-    ) -> Option<LineEvents> {
+    fn on_newline<T: Unit>(&mut self, x: u64, before: Option<u32>, window: &Window<T>) -> Option<LineEvents> {
         let line = self.reader.on_newline(x, before, window);
         if line.content_len == 0 {
             return None;
         }
-        let counts =
-            COUNTS && x + 1 - line.start >= self.counts.gate() && self.counts.read_line(window, line.start, x + 1);
         let identical = self.identical.on_line(line, window);
         let repeats_previous = identical != LineEvent::NewStreak;
         let counter = self.counters.on_line(line.start, line.content_len, line.last, x, repeats_previous, window);
         let template = self.templates.on_line(line.start, line.content_len, x, window);
-        Some(LineEvents { identical, counter, template, counts })
+        Some(LineEvents { identical, counter, template })
     }
 }
 
 /// What the end of a non-blank line did to the streak of identical lines, to the streak of
 /// counter lines and to the streak of template lines (`None` when the line left that streak as
-/// it was: none running and none started, or a line the template rule passes over), and whether
-/// reading its counts stopped at an event or ended a count that fired.
+/// it was: none running and none started, or a line the template rule passes over).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LineEvents {
     identical: LineEvent,
     counter: Option<CounterEvent>,
     template: Option<TemplateEvent>,
-    counts: bool,
 }
 
 impl LineEvents {
-    /// Whether a streak reached its rule at this line, or its counts have something to settle.
+    /// Whether a streak reached its rule at this line.
     fn reached(&self) -> bool {
         matches!(self.identical, LineEvent::Reached { .. })
             || matches!(self.counter, Some(CounterEvent::Reached))
             || matches!(self.template, Some(TemplateEvent::Reached))
-            || self.counts
     }
 }
 
@@ -238,9 +226,11 @@ impl<T: Unit> Core<T> {
         let end = self.window.end();
         let mut newlines = Marks::<{ PIECE / 64 }>::new();
         newlines.list(piece, b'\n');
+        if self.lines.counts.gate() != u64::MAX {
+            self.counts_ahead(&newlines, first);
+        }
         let mut x = first;
-        let counts = self.may_hold_counts(&newlines, first);
-        let (mut newline, mut line) = self.lines_ahead(counts, piece, &newlines, first, x);
+        let (mut newline, mut line) = self.lines_ahead(piece, &newlines, first, x);
         loop {
             let mut event = newline.min(self.lines.counts.pending_at());
             for i in 0..self.trackers.len() {
@@ -256,51 +246,56 @@ impl<T: Unit> Core<T> {
                 break;
             }
             if newline < x {
-                (newline, line) = self.lines_ahead(counts, piece, &newlines, first, x);
+                (newline, line) = self.lines_ahead(piece, &newlines, first, x);
             }
         }
         self.claim.extend_to(end);
     }
 
+    /// The lines of the piece (appended from `first` on, its newlines `newlines`) long enough to
+    /// hold a count, queued for the counts to read, which read up to their first event. The line
+    /// reader has read none of the piece's newlines yet. Most pieces hold no such line, which one
+    /// look at their newlines tells: a line of `gate` units or more between two of them leaves a
+    /// whole word of 64 units with none, unless the gate is below 128 (tests' rules).
+    #[inline(always)]
+    fn counts_ahead<const N: usize>(&mut self, newlines: &Marks<N>, first: u64) {
+        let (gate, end) = (self.lines.counts.gate(), self.window.end());
+        let mut start = self.lines.reader.current_start();
+        let marks = newlines.from(0);
+        let long = match (marks.first(), marks.last()) {
+            (Some(&head), Some(&tail)) => {
+                first + u64::from(head) + 1 - start >= gate
+                    || end - (first + u64::from(tail) + 1) >= gate
+                    || newlines.has_a_bare_word()
+                    || gate < 128
+            }
+            _ => end - start >= gate,
+        };
+        if !long {
+            return;
+        }
+        for &i in marks {
+            let at = first + u64::from(i);
+            if at + 1 - start >= gate {
+                self.lines.counts.queue(start, at + 1);
+            }
+            start = at + 1;
+        }
+        if end - start >= gate {
+            self.lines.counts.queue(start, end);
+        }
+        self.lines.counts.resume(&self.window);
+        self.count_read();
+    }
+
     /// Works through the piece's newlines from `x` on while their lines change nothing but the
     /// streaks of identical and of counter lines, which nothing else reads: up to the first
-    /// whose event matters to the rest (a streak reaching its rule, any line while a line
-    /// finding is claimed, or a line whose counts have something to settle).
+    /// whose event matters to the rest (a streak reaching its rule, or any line while a line
+    /// finding is claimed).
     /// Returns that newline and its event, for the units before it to be worked through first,
-    /// or `u64::MAX` if none does; then the line the piece ends in is read for counts, if it is
-    /// long enough. Most newlines thus cost a list entry and two length compares.
+    /// or `u64::MAX` if none does. Most newlines thus cost a list entry and a length compare.
     #[inline(always)]
     fn lines_ahead<S: Unit, const N: usize>(
-        &mut self,
-        counts: bool,
-        piece: &[S],
-        newlines: &Marks<N>,
-        first: u64,
-        x: u64,
-    ) -> (u64, Option<LineEvents>) {
-        if counts {
-            self.lines_through::<S, N, true>(piece, newlines, first, x)
-        } else {
-            self.lines_through::<S, N, false>(piece, newlines, first, x)
-        }
-    }
-
-    /// Whether a line the piece's newlines end may be long enough to hold a count: the first,
-    /// with what came before the piece, or one between two of them. A piece of short lines (most
-    /// text) then costs no compare per newline for the counts. `newlines` are the piece's, which
-    /// starts at `first`; the line reader has read none of them yet.
-    #[inline(always)]
-    fn may_hold_counts<const N: usize>(&self, newlines: &Marks<N>, first: u64) -> bool {
-        let gate = self.lines.counts.gate();
-        let marks = newlines.from(0);
-        let Some(&head) = marks.first() else { return false };
-        let widest = marks[1..].iter().zip(marks).fold(0, |widest, (&b, &a)| widest.max(b - a));
-        first - self.lines.reader.current_start() + u64::from(head) + 1 >= gate || u64::from(widest) >= gate
-    }
-
-    /// [`Core::lines_ahead`], with the counts read (`COUNTS`) or not.
-    #[inline(always)]
-    fn lines_through<S: Unit, const N: usize, const COUNTS: bool>(
         &mut self,
         piece: &[S],
         newlines: &Marks<N>,
@@ -311,16 +306,10 @@ impl<T: Unit> Core<T> {
             let at = first + u64::from(i);
             // The unit before the newline, read from the piece where it is in it.
             let before = usize::from(i).checked_sub(1).map(|i| piece[i].into());
-            let event = self.lines.on_newline::<T, COUNTS>(at, before, &self.window);
+            let event = self.lines.on_newline(at, before, &self.window);
             if event.is_some_and(|event| self.claim.streak_running() || event.reached()) {
-                self.count_read();
                 return (at, event);
             }
-        }
-        let start = self.lines.reader.current_start();
-        if self.window.end() - start >= self.lines.counts.gate() {
-            self.lines.counts.read_line(&self.window, start, self.window.end());
-            self.count_read();
         }
         (u64::MAX, None)
     }
