@@ -89,10 +89,16 @@ struct Gap {
 impl Gap {
     const BROKEN: usize = MAX_SEPARATOR + 1;
 
-    fn push(&mut self, unit: u32) {
-        if self.len < MAX_SEPARATOR && unit != u32::from(b'\n') {
-            self.units[self.len] = unit;
-            self.len += 1;
+    fn extend<T: Unit>(&mut self, units: &[T]) {
+        if self.len > MAX_SEPARATOR {
+            return;
+        }
+        let newline = T::store(u32::from(b'\n'));
+        if self.len + units.len() <= MAX_SEPARATOR && !units.contains(&newline) {
+            for (to, &unit) in self.units[self.len..].iter_mut().zip(units) {
+                *to = unit.into();
+            }
+            self.len += units.len();
         } else {
             self.len = Gap::BROKEN;
         }
@@ -103,8 +109,9 @@ impl Gap {
     }
 }
 
-/// Reads units one at a time and tells, at the unit after each number, how long the count it
-/// ends is. The one reading of counts, for the detector and for a finding's whole extent.
+/// Reads units a number at a time (the text between numbers a vector at a time) and tells, at
+/// the unit after each number, how long the count it ends is. The one reading of counts, for the
+/// detector and for a finding's whole extent.
 #[derive(Clone, Debug)]
 pub(crate) struct Counting {
     /// The unit before the next one.
@@ -138,35 +145,46 @@ impl Counting {
         }
     }
 
-    /// Reads the unit at `pos`; returns the numbers of the count a number it ends now holds.
-    #[inline]
-    pub fn push(&mut self, pos: u64, unit: u32) -> Option<u64> {
-        let before = std::mem::replace(&mut self.before, unit);
-        if is_digit(unit) {
-            if self.number.len == 0 {
-                self.number = Number { start: pos, ..Number::default() };
-                self.after_name = is_name(before);
+    /// Reads `units`, from position `pos` on, up to the end of the next digit run: how many
+    /// units it read, and if a digit run ended, the position of the unit after it (which is read
+    /// next, as the first of the text after it) and the numbers of the count it ends (`None`: a
+    /// digit run that is no number).
+    pub fn read<T: Unit>(&mut self, units: &[T], pos: u64) -> (usize, Option<(u64, Option<u64>)>) {
+        let mut i = 0;
+        if self.number.len == 0 {
+            i = first_digit(units).unwrap_or(units.len());
+            self.gap.extend(&units[..i]);
+            if let Some(&unit) = units[..i].last() {
+                self.before = unit.into();
             }
+            if i == units.len() {
+                return (i, None);
+            }
+            self.number = Number { start: pos + i as u64, ..Number::default() };
+            self.after_name = is_name(self.before);
+        }
+        while let Some(&unit) = units.get(i).filter(|&&unit| is_digit(unit.into())) {
+            let unit = unit.into();
             if self.number.len < MAX_DIGITS {
                 self.number.digits[self.number.len] = unit;
                 self.number.value = 10 * self.number.value + (unit - u32::from(b'0'));
             }
             self.number.len += 1;
-            return None;
+            self.before = unit;
+            i += 1;
         }
-        let ended = (self.number.len > 0).then(|| std::mem::take(&mut self.number));
-        let counted = ended.and_then(|number| {
-            if number.len <= MAX_DIGITS && !self.after_name && !is_name(unit) {
-                Some(self.counted(number))
-            } else {
-                // A digit run that is no number: nothing before it can step to what follows.
-                self.last = None;
-                self.run = 0;
-                None
-            }
-        });
-        self.gap.push(unit);
-        counted
+        let Some(&after) = units.get(i) else { return (i, None) };
+        let number = std::mem::take(&mut self.number);
+        let run = if number.len <= MAX_DIGITS && !self.after_name && !is_name(after.into()) {
+            Some(self.counted(number))
+        } else {
+            // A digit run that is no number: nothing before it can step to what follows.
+            self.last = None;
+            self.run = 0;
+            self.gap.len = Gap::BROKEN;
+            None
+        };
+        (i, Some((pos + i as u64, run)))
     }
 
     /// A number ended: the count it continues, starts, or none (a count of one).
@@ -184,24 +202,6 @@ impl Counting {
         self.last = Some(number);
         self.gap = Gap::default();
         self.run
-    }
-
-    /// Whether no unit before the next digit can change what a number there continues: no
-    /// number is being read, and none before it can be stepped from.
-    fn idle(&self) -> bool {
-        self.number.len == 0 && (self.last.is_none() || self.gap_broken())
-    }
-
-    /// Units up to `last` were passed over while [`Counting::idle`]: what follows comes after
-    /// `last`, and no number before them can be stepped from.
-    fn skipped(&mut self, last: u32) {
-        self.before = last;
-        self.gap.len = Gap::BROKEN;
-    }
-
-    /// Whether the text since the latest number can no longer separate it from the next.
-    pub fn gap_broken(&self) -> bool {
-        self.gap.separator().is_none()
     }
 
     /// Where the count that the latest number ends starts.
@@ -330,43 +330,27 @@ impl CounterRun {
         }
     }
 
-    /// Reads the units of `units`, which start at `read_to`; whether it stopped at an event.
+    /// Reads the units of `units`, which start at `read_to`; whether it stopped at an event (at
+    /// the unit after a number, which is read next).
     fn read_slice<T: Unit>(&mut self, units: &[T]) -> bool {
         let mut i = 0;
         while i < units.len() {
-            if self.counting.idle() {
-                // Nothing before the next digit can change the counts (most of a long line).
-                let Some(skip) = first_digit(&units[i..]) else {
-                    self.counting.skipped(units[units.len() - 1].into());
-                    self.read_to += (units.len() - i) as u64;
-                    return false;
-                };
-                if skip > 0 {
-                    self.counting.skipped(units[i + skip - 1].into());
-                    self.read_to += skip as u64;
-                    i += skip;
-                }
-            }
-            let pos = self.read_to;
-            self.read_to += 1;
-            let counted = self.counting.push(pos, units[i].into());
-            i += 1;
-            let Some(run) = counted else {
-                if self.counting.last.is_none() {
+            let (read, ended) = self.counting.read(&units[i..], self.read_to);
+            i += read;
+            self.read_to += read as u64;
+            let Some((at, run)) = ended else { continue };
+            match run {
+                Some(run) if run == self.need => {
                     self.end_count();
+                    self.reached = true;
+                    (self.pending_at, self.pending) = (at, CountEvent::Reached);
+                    return true;
                 }
-                continue;
-            };
-            if run < self.need {
-                self.end_count();
-            } else if run == self.need {
-                self.end_count();
-                self.reached = true;
-                (self.pending_at, self.pending) = (pos, CountEvent::Reached);
-                return true;
-            } else if self.reached {
-                (self.pending_at, self.pending) = (pos, CountEvent::Continued);
-                return true;
+                Some(run) if run > self.need && self.reached => {
+                    (self.pending_at, self.pending) = (at, CountEvent::Continued);
+                    return true;
+                }
+                _ => self.end_count(),
             }
         }
         false
@@ -385,18 +369,15 @@ pub(crate) fn count_from<S: Unit>(units: &[S], start: usize, starts: &mut Vec<u6
     let mut counting = Counting::after(before);
     let (mut numbers, mut end) = (0, start as u64);
     starts.clear();
-    for (pos, &unit) in units.iter().enumerate().skip(start) {
-        let Some(run) = counting.push(pos as u64, unit.into()) else {
-            if numbers > 0 && (counting.last.is_none() || counting.gap_broken()) {
-                break;
-            }
-            continue;
-        };
-        if run != numbers + 1 {
+    let mut at = start;
+    // Up to the first number that does not go on with the count (or the text's end).
+    while let (read, Some((after, run))) = counting.read(&units[at..], at as u64) {
+        at += read;
+        if run != Some(numbers + 1) {
             break;
         }
-        numbers = run;
-        end = pos as u64 + 1;
+        numbers += 1;
+        end = after + 1;
         starts.push(counting.last.expect("a number was counted").start);
     }
     (numbers, end)
