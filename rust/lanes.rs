@@ -331,7 +331,7 @@ impl<const N: usize> Marks<N> {
         assert!(units.len() <= 64 * N && 64 * N <= usize::from(u16::MAX));
         let target = S::store(u32::from(target));
         self.len = 0;
-        self.bare_word = false;
+        let mut bare_word = false;
         let listed = self.at.as_flattened_mut();
         for (word, units) in units.chunks(64).enumerate() {
             let mut bits = match <&[S; 64]>::try_from(units) {
@@ -339,7 +339,7 @@ impl<const N: usize> Marks<N> {
                     let found =
                         |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
                     let bits = (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i);
-                    self.bare_word |= bits == 0;
+                    bare_word |= bits == 0;
                     bits
                 }
                 Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
@@ -359,6 +359,7 @@ impl<const N: usize> Marks<N> {
             }
             self.len += count;
         }
+        self.bare_word = bare_word;
     }
 
     /// Whether a whole word of 64 units (from the start of the units listed) holds no mark: any

@@ -274,18 +274,23 @@ impl<T: Unit> Core<T> {
         if !long {
             return;
         }
+        let mut queued = false;
         for &i in marks {
             let at = first + u64::from(i);
             if at + 1 - start >= gate {
                 self.lines.counts.queue(start, at + 1);
+                queued = true;
             }
             start = at + 1;
         }
         if end - start >= gate {
             self.lines.counts.queue(start, end);
+            queued = true;
         }
-        self.lines.counts.resume(&self.window);
-        self.count_read();
+        if queued {
+            self.lines.counts.resume(&self.window);
+            self.count_read();
+        }
     }
 
     /// Works through the piece's newlines from `x` on while their lines change nothing but the
