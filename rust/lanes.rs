@@ -338,12 +338,14 @@ impl<const N: usize> Marks<N> {
                 Ok(units) => {
                     let found =
                         |i: usize| u64::from(S::equal_to(units[i..i + LANES].try_into().expect("LANES"), target));
-                    let bits = (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i);
-                    bare_word |= bits == 0;
-                    bits
+                    (0..64).step_by(LANES).fold(0, |word, i| word | found(i) << i)
                 }
                 Err(_) => units.iter().enumerate().fold(0, |word, (i, &unit)| word | u64::from(unit == target) << i),
             };
+            if bits == 0 {
+                bare_word |= units.len() == 64;
+                continue;
+            }
             let count = bits.count_ones() as usize;
             // Four entries per round whether they are marks or not (once the word's bits are
             // spent an entry reads one past the word): `len` moves past the marks only. The
