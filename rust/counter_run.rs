@@ -41,7 +41,7 @@ fn is_digit(unit: u32) -> bool {
 
 /// Whether a number touching `unit` is part of a name: an ASCII letter or an underscore.
 fn is_name(unit: u32) -> bool {
-    unit == u32::from(b'_') || char::from_u32(unit).is_some_and(|c| c.is_ascii_alphabetic())
+    unit == u32::from(b'_') || (unit | 0x20).wrapping_sub(u32::from(b'a')) < 26
 }
 
 /// Where the first ASCII digit of `units` is, a vector of lanes at a time.
@@ -63,18 +63,19 @@ pub fn required_numbers(rules: &Rules) -> Option<u64> {
     (2 * need <= u64::from(rules.max_long_period)).then_some(need)
 }
 
-/// A number read: where it starts, its value and its digits.
+/// A number read: where it starts, its value (of its first [`MAX_DIGITS`] digits) and its
+/// digits.
 #[derive(Clone, Copy, Debug, Default)]
 struct Number {
     start: u64,
     value: u32,
-    digits: [u32; MAX_DIGITS],
     len: usize,
 }
 
 impl Number {
-    fn digits(&self) -> &[u32] {
-        &self.digits[..self.len]
+    /// Its digits, leading zeros included (`007`): a number has at most [`MAX_DIGITS`].
+    fn digits(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len as u32).rev().map(|k| u32::from(b'0') + self.value / 10u32.pow(k) % 10)
     }
 }
 
@@ -121,8 +122,9 @@ pub(crate) struct Counting {
     number: Number,
     after_name: bool,
     gap: Gap,
-    /// The number before the gap, if the gap can still separate it from the next one.
-    last: Option<Number>,
+    /// The number before the gap (`has_last`: one that a number after the gap may step from).
+    last: Number,
+    has_last: bool,
     /// Numbers in the count `last` ends (0 without one).
     run: u64,
     separator: Gap,
@@ -138,69 +140,83 @@ impl Counting {
             number: Number::default(),
             after_name: false,
             gap: Gap::default(),
-            last: None,
+            last: Number::default(),
+            has_last: false,
             run: 0,
             separator: Gap::default(),
             first: Number::default(),
         }
     }
 
-    /// Reads `units`, from position `pos` on, up to the end of the next digit run: how many
-    /// units it read, and if a digit run ended, the position of the unit after it (which is read
+    /// Reads `units`, from position `pos` on, up to the end of the next digit run that matters
+    /// to a count (one that continues or starts a count of two or more, or ends one): how many
+    /// units it read, and if such a run ended, the position of the unit after it (which is read
     /// next, as the first of the text after it) and the numbers of the count it ends (`None`: a
     /// digit run that is no number).
     pub fn read<T: Unit>(&mut self, units: &[T], pos: u64) -> (usize, Option<(u64, Option<u64>)>) {
         let mut i = 0;
-        if self.number.len == 0 {
-            i = first_digit(units).unwrap_or(units.len());
-            self.gap.extend(&units[..i]);
-            if let Some(&unit) = units[..i].last() {
-                self.before = unit.into();
+        loop {
+            if self.number.len == 0 {
+                // The text up to the next digit (a read starts with it, or after a number).
+                let gap = first_digit(&units[i..]).unwrap_or(units.len() - i);
+                if gap > 0 {
+                    if self.has_last {
+                        self.gap.extend(&units[i..i + gap]);
+                    }
+                    i += gap;
+                    self.before = units[i - 1].into();
+                }
+                if i == units.len() {
+                    return (i, None);
+                }
+                self.number.start = pos + i as u64;
+                self.after_name = is_name(self.before);
             }
-            if i == units.len() {
-                return (i, None);
+            let (mut value, mut len) = (self.number.value, self.number.len);
+            while let Some(&unit) = units.get(i) {
+                let digit = Into::<u32>::into(unit).wrapping_sub(u32::from(b'0'));
+                if digit >= 10 {
+                    break;
+                }
+                if len < MAX_DIGITS {
+                    value = 10 * value + digit;
+                }
+                len += 1;
+                i += 1;
             }
-            self.number = Number { start: pos + i as u64, ..Number::default() };
-            self.after_name = is_name(self.before);
+            (self.number.value, self.number.len) = (value, len);
+            let Some(&after) = units.get(i) else { return (i, None) };
+            let was = self.run;
+            let run = if len <= MAX_DIGITS && !self.after_name && !is_name(after.into()) {
+                Some(self.counted())
+            } else {
+                // A digit run that is no number: nothing before it can step to what follows.
+                self.has_last = false;
+                self.run = 0;
+                None
+            };
+            self.number.len = 0;
+            self.number.value = 0;
+            if was >= 2 || run.is_some_and(|run| run >= 2) {
+                return (i, Some((pos + i as u64, run)));
+            }
         }
-        while let Some(&unit) = units.get(i).filter(|&&unit| is_digit(unit.into())) {
-            let unit = unit.into();
-            if self.number.len < MAX_DIGITS {
-                self.number.digits[self.number.len] = unit;
-                self.number.value = 10 * self.number.value + (unit - u32::from(b'0'));
-            }
-            self.number.len += 1;
-            self.before = unit;
-            i += 1;
-        }
-        let Some(&after) = units.get(i) else { return (i, None) };
-        let number = std::mem::take(&mut self.number);
-        let run = if number.len <= MAX_DIGITS && !self.after_name && !is_name(after.into()) {
-            Some(self.counted(number))
-        } else {
-            // A digit run that is no number: nothing before it can step to what follows.
-            self.last = None;
-            self.run = 0;
-            self.gap.len = Gap::BROKEN;
-            None
-        };
-        (i, Some((pos + i as u64, run)))
     }
 
-    /// A number ended: the count it continues, starts, or none (a count of one).
-    fn counted(&mut self, number: Number) -> u64 {
-        let separator = self.gap.separator().filter(|_| self.last.is_some_and(|last| number.value == last.value + 1));
-        match separator {
+    /// The number read ended: the count it continues, starts, or none (a count of one).
+    fn counted(&mut self) -> u64 {
+        let steps = self.has_last && self.number.value == self.last.value + 1;
+        match self.gap.separator().filter(|_| steps) {
             Some(separator) if self.run >= 2 && self.separator.separator() == Some(separator) => self.run += 1,
             Some(_) => {
                 self.run = 2;
                 self.separator = self.gap;
-                self.first = self.last.expect("a step has a number before it");
+                self.first = self.last;
             }
             None => self.run = 1,
         }
-        self.last = Some(number);
-        self.gap = Gap::default();
+        (self.last, self.has_last) = (self.number, true);
+        self.gap.len = 0;
         self.run
     }
 
@@ -212,7 +228,7 @@ impl Counting {
     /// The count's first number and its separator: one copy, as a finding reports it.
     pub fn block(&self) -> Vec<u32> {
         let separator = self.separator.separator().expect("a count of two or more has a separator");
-        self.first.digits().iter().chain(separator).copied().collect()
+        self.first.digits().chain(separator.iter().copied()).collect()
     }
 }
 
@@ -367,8 +383,10 @@ impl CounterRun {
 pub(crate) fn count_from<S: Unit>(units: &[S], start: usize, starts: &mut Vec<u64>) -> (u64, u64) {
     let before = start.checked_sub(1).map_or(u32::from(b'\n'), |i| units[i].into());
     let mut counting = Counting::after(before);
-    let (mut numbers, mut end) = (0, start as u64);
+    // The first number is the finding's start; a read tells each number from the second on.
+    let (mut numbers, mut end) = (1, start as u64);
     starts.clear();
+    starts.push(start as u64);
     let mut at = start;
     // Up to the first number that does not go on with the count (or the text's end).
     while let (read, Some((after, run))) = counting.read(&units[at..], at as u64) {
@@ -378,7 +396,7 @@ pub(crate) fn count_from<S: Unit>(units: &[S], start: usize, starts: &mut Vec<u6
         }
         numbers += 1;
         end = after + 1;
-        starts.push(counting.last.expect("a number was counted").start);
+        starts.push(counting.last.start);
     }
     (numbers, end)
 }
