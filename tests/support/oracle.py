@@ -912,7 +912,9 @@ def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
         whole_end = len(u) if streak.tail else ends[-1]
         copies = len(streak.lines) + streak.tail
         out.append(
-            Candidate(finding, first.start, whole_end, copies, region_end=ends[-1], claim_steps=ends)
+            Candidate(
+                finding, first.start, whole_end, copies, region_end=ends[-1], claim_steps=ends
+            )
         )
     return out
 
@@ -968,9 +970,7 @@ def counter_run_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
             first = runs[k].start()
             block = u[first : runs[k + 1].start()]
             ends = tuple(runs[m].end() + 1 for m in range(k + need - 1, last + 1))
-            finding = OracleFinding(
-                "counter_run", len(block), block, first, need, ends[0], ends[0]
-            )
+            finding = OracleFinding("counter_run", len(block), block, first, need, ends[0], ends[0])
             out.append(
                 Candidate(
                     finding, first, ends[-1], last - k + 1, region_end=ends[-1], claim_steps=ends
