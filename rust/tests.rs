@@ -522,19 +522,22 @@ fn detector_agrees_with_oracle_on_counter_texts() {
     with_each_build(agrees_with_oracle_on_counter_texts);
 }
 
+/// The detector on `text`, scanned whole and fed in random chunks, against the oracle: the
+/// oracle's findings.
+fn agrees_with_oracle_on(text: &[u32], rules: &Rules, rng: &mut Rng, case: usize) -> Vec<Finding> {
+    let expected = oracle::scan(text, rules);
+    let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
+    assert_eq!(scan_units(text, rules), expected, "case {case}: {shown:?}");
+    assert_eq!(feed_in_chunks(text, rules, rng), oracle::first_held(text, rules), "chunked, case {case}: {shown:?}");
+    expected
+}
+
 fn agrees_with_oracle_on_counter_texts() {
     let mut rng = Rng(0xC0DE);
     let (mut found, mut cycles) = (0, 0);
     for case in 0..3000 {
         let text = random_counter_text(&mut rng);
-        let expected = oracle::scan(&text, &SMALL_RULES);
-        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
-        assert_eq!(scan_units(&text, &SMALL_RULES), expected, "case {case}: {shown:?}");
-        assert_eq!(
-            feed_in_chunks(&text, &SMALL_RULES, &mut rng),
-            oracle::first_held(&text, &SMALL_RULES),
-            "chunked, case {case}: {shown:?}"
-        );
+        let expected = agrees_with_oracle_on(&text, &SMALL_RULES, &mut rng, case);
         found += expected.iter().filter(|f| f.rule == Rule::CounterLines).count();
         cycles += expected.iter().filter(|f| f.rule == Rule::CounterLines && f.block.contains(&10)).count();
     }
@@ -638,17 +641,10 @@ fn agrees_with_oracle_on_template_texts() {
     let mut found = 0;
     for case in 0..2000 {
         let text = random_template_text(&mut rng);
-        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
         // The oracle tries every period up to `max_long_period`: the default rules on some texts.
         let rules: &[&Rules] = if case % 20 == 0 { &[&SMALL_RULES, &DEFAULT_RULES] } else { &[&SMALL_RULES] };
         for &rules in rules {
-            let expected = oracle::scan(&text, rules);
-            assert_eq!(scan_units(&text, rules), expected, "case {case}: {shown:?}");
-            assert_eq!(
-                feed_in_chunks(&text, rules, &mut rng),
-                oracle::first_held(&text, rules),
-                "chunked, case {case}: {shown:?}"
-            );
+            let expected = agrees_with_oracle_on(&text, rules, &mut rng, case);
             found += expected.iter().filter(|f| f.rule == Rule::TemplateLines).count();
         }
     }
@@ -716,15 +712,8 @@ fn agrees_with_oracle_on_count_texts() {
     let mut found = 0;
     for case in 0..3000 {
         let text = random_count_text(&mut rng);
-        let shown: String = text.iter().filter_map(|&u| char::from_u32(u)).collect();
         for rules in [&SMALL_RULES, &DEFAULT_RULES] {
-            let expected = oracle::scan(&text, rules);
-            assert_eq!(scan_units(&text, rules), expected, "case {case}: {shown:?}");
-            assert_eq!(
-                feed_in_chunks(&text, rules, &mut rng),
-                oracle::first_held(&text, rules),
-                "chunked, case {case}: {shown:?}"
-            );
+            let expected = agrees_with_oracle_on(&text, rules, &mut rng, case);
             found += expected.iter().filter(|f| f.rule == Rule::CounterRun).count();
         }
     }

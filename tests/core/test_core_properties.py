@@ -674,8 +674,11 @@ def test_any_chunking_gives_scan_findings(case: tuple[str, list[int]]) -> None:
 
 
 @FAST
-@given(rules=st.sampled_from([SMALL, DEFAULT]), case=text_and_cuts(TEMPLATE_TEXTS))
-def test_any_chunking_of_template_texts_gives_the_oracles_findings(
+@given(
+    rules=st.sampled_from([SMALL, DEFAULT]),
+    case=st.one_of(text_and_cuts(TEMPLATE_TEXTS), text_and_cuts(COUNT_TEXTS)),
+)
+def test_any_chunking_of_template_and_count_texts_gives_the_oracles_findings(
     rules: Rules, case: tuple[str, list[int]]
 ) -> None:
     text, cuts = case
@@ -683,19 +686,6 @@ def test_any_chunking_of_template_texts_gives_the_oracles_findings(
     expected = oracle_stream(rules, text)
     assert [plain(f) for f in detector.findings] == expected, f"text={text!r} cuts={sorted(cuts)}"
     assert [first_held(f) for f in detector.findings] == [first_held(f) for f in scan(text, rules)]
-    for f in expected:
-        event(f"chunked: {f.rule}")
-
-
-@FAST
-@given(rules=st.sampled_from([SMALL, DEFAULT]), case=text_and_cuts(COUNT_TEXTS))
-def test_any_chunking_of_count_texts_gives_the_oracles_findings(
-    rules: Rules, case: tuple[str, list[int]]
-) -> None:
-    text, cuts = case
-    detector = feed_in_pieces(text, cuts, rules)
-    expected = oracle_stream(rules, text)
-    assert [plain(f) for f in detector.findings] == expected, f"text={text!r} cuts={sorted(cuts)}"
     for f in expected:
         event(f"chunked: {f.rule}")
 
