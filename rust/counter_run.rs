@@ -22,8 +22,11 @@
 //! What it costs. A count of `n` numbers spans at least `2n` units (a digit and a separator unit
 //! each, the unit after the last included), all in one line; so a line is read only once it is
 //! that long (the *gate*), from its start (held in the window: the gate fits `max_long_period`),
-//! then unit by unit as it grows. Lines shorter than the gate, which is most lines of most text,
-//! cost a subtraction and a compare at their newline.
+//! then as it grows: a number at a time, the text between numbers a vector of units at a time.
+//! The detector queues a piece's lines that reach the gate ahead of its other work, which a look
+//! at the piece's newlines tells most pieces hold none of (`Core::counts_ahead`); reads stop at
+//! each event (a count reaching its numbers, or one that did gaining a number), which the
+//! detector reaches in order with the other rules' before reading on.
 
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
@@ -241,7 +244,7 @@ pub enum CountEvent {
     Continued,
 }
 
-/// The rule's state per stream: the reading of the current line once it is long enough.
+/// The rule's state per stream: the reading of the lines long enough to hold a count.
 #[derive(Clone, Debug)]
 pub struct CounterRun {
     need: u64,
@@ -280,6 +283,11 @@ impl CounterRun {
             broken: false,
             reached: false,
         }
+    }
+
+    /// Heap bytes held: the queue of lines to read (empty between pieces).
+    pub fn heap_bytes(&self) -> usize {
+        self.queued.capacity() * std::mem::size_of::<(u64, u64)>()
     }
 
     /// The units a line must hold before it is read.

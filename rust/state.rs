@@ -179,6 +179,7 @@ impl<T: Unit> Core<T> {
         self.window.heap_bytes()
             + self.lines.counters.heap_bytes()
             + self.lines.templates.heap_bytes()
+            + self.lines.counts.heap_bytes()
             + self.trackers.capacity() * std::mem::size_of::<Tracker>()
             + self.candidates.capacity() * std::mem::size_of::<Candidate>()
     }
