@@ -12,6 +12,13 @@
 
 use crate::lanes::Unit;
 
+/// Whether `unit` is an ASCII digit (what the counter, template and counter-run rules read as
+/// a number's digit).
+#[inline(always)]
+pub fn is_ascii_digit(unit: u32) -> bool {
+    unit.wrapping_sub(u32::from(b'0')) < 10
+}
+
 /// Whether a unit is whitespace (Unicode White_Space, as Rust's `char::is_whitespace`); a
 /// lone surrogate is not.
 #[inline]

@@ -28,6 +28,7 @@
 //! each event (a count reaching its numbers, or one that did gaining a number), which the
 //! detector reaches in order with the other rules' before reading on.
 
+use crate::classes::is_ascii_digit;
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::template_lines::MAX_DIGITS;
@@ -36,11 +37,6 @@ use crate::window::Window;
 /// The most units between two numbers of a count: numbers in a row, where items with more text
 /// between their numbers are lines (the counter rule's).
 pub const MAX_SEPARATOR: usize = 16;
-
-/// Whether `unit` is an ASCII digit.
-fn is_digit(unit: u32) -> bool {
-    (u32::from(b'0')..=u32::from(b'9')).contains(&unit)
-}
 
 /// Whether a number touching `unit` is part of a name: an ASCII letter or an underscore.
 fn is_name(unit: u32) -> bool {
@@ -57,7 +53,7 @@ fn first_digit<T: Unit>(units: &[T]) -> Option<usize> {
         }
     }
     let rest = lanes.remainder();
-    rest.iter().position(|&unit| is_digit(unit.into())).map(|i| units.len() - rest.len() + i)
+    rest.iter().position(|&unit| is_ascii_digit(unit.into())).map(|i| units.len() - rest.len() + i)
 }
 
 /// The numbers a count needs, or `None` when the rule is off.

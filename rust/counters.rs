@@ -48,7 +48,7 @@
 //! unit no digit in either (found 16 units at a time), most lines of any text, is told apart
 //! without a digit being read (docs/benchmarks.md).
 
-use crate::classes::{classify, is_whitespace, UnitClass};
+use crate::classes::{classify, is_ascii_digit, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::window::Window;
@@ -384,7 +384,7 @@ impl Counters {
 /// are equal, so they end alike or both in a number. Most lines of the same length end apart.
 #[inline(always)]
 fn ends_alike(a: u32, b: u32) -> bool {
-    a == b || is_digit(a) && is_digit(b)
+    a == b || is_ascii_digit(a) && is_ascii_digit(b)
 }
 
 /// Whether the line from `start` (`content_len` units) steps on from `before` in a cycle of
@@ -431,10 +431,10 @@ fn first_difference_at_digits<T: Unit>(before: &Held, start: u64, window: &Windo
         return if before.len > LANES as u64 { first_difference_after_lanes(before, start, window) } else { None };
     }
     let at = differ.trailing_zeros() as usize;
-    if !is_digit(line[at].into()) || !is_digit(prior[at].into()) {
+    if !is_ascii_digit(line[at].into()) || !is_ascii_digit(prior[at].into()) {
         return None;
     }
-    let from = at - line[..at].iter().rev().take_while(|&&unit| is_digit(unit.into())).count();
+    let from = at - line[..at].iter().rev().take_while(|&&unit| is_ascii_digit(unit.into())).count();
     (!part_of_a_name(&|k| line[k].into(), from)).then_some(from)
 }
 
@@ -443,12 +443,12 @@ fn first_difference_at_digits<T: Unit>(before: &Held, start: u64, window: &Windo
 fn first_difference_after_lanes<T: Unit>(before: &Held, start: u64, window: &Window<T>) -> Option<usize> {
     let differ = window.first_break(start - before.start, start + LANES as u64, start + before.len);
     if differ == start + before.len
-        || !is_digit(window.at(differ))
-        || !is_digit(window.at(differ - start + before.start))
+        || !is_ascii_digit(window.at(differ))
+        || !is_ascii_digit(window.at(differ - start + before.start))
     {
         return None;
     }
-    let from = differ - (start..differ).rev().take_while(|&pos| is_digit(window.at(pos))).count() as u64;
+    let from = differ - (start..differ).rev().take_while(|&pos| is_ascii_digit(window.at(pos))).count() as u64;
     let from = (from - start) as usize;
     (!part_of_a_name(&|k| window.at(start + k as u64), from)).then_some(from)
 }
@@ -457,10 +457,6 @@ fn first_difference_after_lanes<T: Unit>(before: &Held, start: u64, window: &Win
 #[inline(always)]
 fn read<'a, T: Unit>((older, newer): (&'a [T], &'a [T])) -> impl Fn(usize) -> u32 + 'a {
     move |i| if i < older.len() { older[i].into() } else { newer[i - older.len()].into() }
-}
-
-fn is_digit(unit: u32) -> bool {
-    unit.wrapping_sub(u32::from(b'0')) < 10
 }
 
 /// The lines a counter streak needs whose first cycle is `lines` and whose next line,
@@ -505,7 +501,7 @@ pub(crate) fn required_lines(rules: &Rules, lines: &[Vec<u32>], stepped: &[u32])
 fn counter_width(before: &[u32], after: &[u32]) -> usize {
     let (mut i, mut j, mut width) = (0, 0, 0);
     while i < before.len() && j < after.len() {
-        if is_digit(before[i]) && is_digit(after[j]) {
+        if is_ascii_digit(before[i]) && is_ascii_digit(after[j]) {
             let (read_before, read_after) = (|k: usize| before[k], |k: usize| after[k]);
             let x = Digits::at(&read_before, i, before.len());
             let y = Digits::at(&read_after, j, after.len());
@@ -551,7 +547,7 @@ fn template(line: &[u32]) -> Template {
             continue;
         }
         name &= unit < 128 && (unit as u8).is_ascii_alphanumeric();
-        let continues_a_number = is_digit(unit) && i > indent && is_digit(line[i - 1]);
+        let continues_a_number = is_ascii_digit(unit) && i > indent && is_ascii_digit(line[i - 1]);
         if !continues_a_number {
             len += 1;
             match classify(unit) {
@@ -636,7 +632,7 @@ fn counts_on_by(
     let mut every_number_up = true;
     while i < before_len && j < after_len {
         let (a, b) = (before(i), after(j));
-        if is_digit(a) && is_digit(b) {
+        if is_ascii_digit(a) && is_ascii_digit(b) {
             let x = Digits::at(&before, i, before_len);
             let y = Digits::at(&after, j, after_len);
             if x.plus(&y, 1) || cycle_lines > 1 && x.plus(&y, cycle_lines as u32) {
@@ -668,18 +664,18 @@ fn counts_on_by(
     // Rare (the lines count on): a template without a letter counts only if every number does,
     // including those before `from`, which the lines share.
     every_number_up && (0..from).all(|k| !starts_a_number(&before, k) || is_fraction(&before, k))
-        || (0..before_len).any(|k| !is_digit(before(k)) && classify(before(k)) == UnitClass::Letter)
+        || (0..before_len).any(|k| !is_ascii_digit(before(k)) && classify(before(k)) == UnitClass::Letter)
 }
 
 /// Whether a digit run starts at `k`.
 fn starts_a_number(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
-    is_digit(unit(k)) && (k == 0 || !is_digit(unit(k - 1)))
+    is_ascii_digit(unit(k)) && (k == 0 || !is_ascii_digit(unit(k - 1)))
 }
 
 /// Whether the digit run at `k` is the fraction of a decimal (right after a digit and `.`): the
 /// `5` of `$1.5`, which stays as the number counts.
 fn is_fraction(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
-    k >= 2 && unit(k - 1) == u32::from(b'.') && is_digit(unit(k - 2))
+    k >= 2 && unit(k - 1) == u32::from(b'.') && is_ascii_digit(unit(k - 2))
 }
 
 /// Whether the digit run at `k` is the tail of a name or an index: right after `_` or `[`, or
@@ -708,7 +704,7 @@ fn part_of_a_name(unit: &impl Fn(usize) -> u32, k: usize) -> bool {
         return false;
     }
     let word = k - letters;
-    let glued = word > 0 && (is_digit(unit(word - 1)) || unit(word - 1) == underscore);
+    let glued = word > 0 && (is_ascii_digit(unit(word - 1)) || unit(word - 1) == underscore);
     let camel = (word + 1..k).any(|at| char::from_u32(unit(at)).is_some_and(char::is_uppercase));
     letters < 3 || glued || camel
 }
@@ -723,7 +719,7 @@ struct Digits<'a, F: Fn(usize) -> u32> {
 impl<'a, F: Fn(usize) -> u32> Digits<'a, F> {
     /// The run that starts at `from` (a digit) in a line of `len` units.
     fn at(unit: &'a F, from: usize, len: usize) -> Self {
-        let end = (from..len).find(|&k| !is_digit(unit(k))).unwrap_or(len);
+        let end = (from..len).find(|&k| !is_ascii_digit(unit(k))).unwrap_or(len);
         Digits { unit, from, end }
     }
 

@@ -48,7 +48,7 @@
 //! A remembered line with a digit that would leave the window is copied out of it first. Clean
 //! text costs 13-15% more instructions than without the rule (docs/benchmarks.md).
 
-use crate::classes::{classify, is_whitespace, UnitClass};
+use crate::classes::{classify, is_ascii_digit, is_whitespace, UnitClass};
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::window::Window;
@@ -499,10 +499,6 @@ fn key(digest: u64) -> u32 {
     (digest.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32
 }
 
-fn is_digit(unit: u32) -> bool {
-    unit.wrapping_sub(u32::from(b'0')) < 10
-}
-
 fn is_letter(unit: u32) -> bool {
     classify(unit) == UnitClass::Letter
 }
@@ -514,7 +510,7 @@ pub(crate) fn in_lookback(content: &[u32], span: usize, rules: &Rules) -> bool {
     content.len() as u64 >= MIN_UNITS
         && span <= rules.max_long_period as usize
         && !code_indented(content)
-        && content.iter().any(|&u| is_digit(u))
+        && content.iter().any(|&u| is_ascii_digit(u))
 }
 
 /// Whether a line starts as Markdown indents code: a tab, or four spaces.
@@ -541,7 +537,7 @@ fn mask_numbers(line: &[u32], template: &mut Vec<u32>) -> bool {
     let mut numbered = false;
     let mut i = 0;
     while i < line.len() {
-        if !is_digit(line[i]) {
+        if !is_ascii_digit(line[i]) {
             template.push(line[i]);
             i += 1;
             continue;
@@ -562,7 +558,7 @@ fn mask_numbers(line: &[u32], template: &mut Vec<u32>) -> bool {
 fn holds_number(line: &[u32]) -> bool {
     let mut i = 0;
     while i < line.len() {
-        if !is_digit(line[i]) {
+        if !is_ascii_digit(line[i]) {
             i += 1;
             continue;
         }
@@ -578,7 +574,7 @@ fn holds_number(line: &[u32]) -> bool {
 /// The run of digits from `run` (a digit after none): where it ends, and whether it is a number
 /// (at most [`MAX_DIGITS`] digits, touching no letter).
 fn digit_run(line: &[u32], run: usize) -> (usize, bool) {
-    let end = run + line[run..].iter().take_while(|&&u| is_digit(u)).count();
+    let end = run + line[run..].iter().take_while(|&&u| is_ascii_digit(u)).count();
     let touches_letter = (run > 0 && is_letter(line[run - 1])) || (end < line.len() && is_letter(line[end]));
     (end, !touches_letter && end - run <= MAX_DIGITS)
 }
@@ -611,7 +607,7 @@ pub(crate) fn nothing_new(memory: &[u32], stretch: &[u32]) -> bool {
     let mut with_digit = Vec::new();
     // From the line back: a clean line's own words are the likeliest to be new.
     for token in tokens(stretch).rev() {
-        if token.iter().any(|&u| is_digit(u)) {
+        if token.iter().any(|&u| is_ascii_digit(u)) {
             with_digit.push(token);
         } else if !holds_token(memory, token) {
             return false;
@@ -621,7 +617,7 @@ pub(crate) fn nothing_new(memory: &[u32], stretch: &[u32]) -> bool {
     let (mut wanted, mut known) = (Vec::new(), Vec::new());
     with_digit.iter().all(|token| {
         mask_numbers(token, &mut wanted);
-        tokens(memory).filter(|other| other.iter().any(|&u| is_digit(u))).any(|other| {
+        tokens(memory).filter(|other| other.iter().any(|&u| is_ascii_digit(u))).any(|other| {
             mask_numbers(other, &mut known);
             known == wanted
         })
@@ -750,8 +746,8 @@ fn is_number_token(token: &[u32]) -> bool {
     let lead = token.iter().take_while(|&&u| in_set(u, NUMBER_OPENING)).count();
     let rest = &token[lead..];
     let Some((&first, rest)) = rest.split_first() else { return false };
-    let body = rest.iter().take_while(|&&u| is_digit(u) || in_set(u, NUMBER_INNER)).count();
-    is_digit(first) && rest[body..].iter().all(|&u| in_set(u, NUMBER_CLOSING))
+    let body = rest.iter().take_while(|&&u| is_ascii_digit(u) || in_set(u, NUMBER_INNER)).count();
+    is_ascii_digit(first) && rest[body..].iter().all(|&u| in_set(u, NUMBER_CLOSING))
 }
 
 fn is_mark(token: &[u32]) -> bool {
