@@ -113,10 +113,7 @@ def model_texts() -> dict[str, tuple[str, str]]:
 
 
 def main() -> None:
-    files = []
-    for path, text in benign.everything():
-        if not benign.machine_generated(path, text):
-            files.append((readings(text), path))
+    files = [(readings(text), path) for path, text in benign.hand_written()]
     print(f"hand-written files: {len(files)}")
     for k, name in enumerate(("counting", "cycling")):
         print(f"\n{name}, largest in hand-written files:")

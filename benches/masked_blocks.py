@@ -58,11 +58,9 @@ def most_copies(text: str) -> float:
 
 
 def main() -> None:
-    files = []
-    for path, text in benign.everything():
-        if not benign.machine_generated(path, text):
-            files.append((most_copies(text), path))
-    files.sort(reverse=True)
+    files = sorted(
+        ((most_copies(text), path) for path, text in benign.hand_written()), reverse=True
+    )
     print(f"hand-written files: {len(files)}; the most copies:")
     for copies, path in files[:6]:
         print(f"  {copies:6.1f}  {path}")

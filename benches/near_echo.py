@@ -17,7 +17,9 @@ over. The readings, as their authors describe them:
   the 32 segments before it echoes, and the text is flagged once 8 of the last 12 segments echo
   (code-yeongyu/senpi#1763).
 
-Each reading's count of flagged hand-written files is what a near rule built on it would flag,
+Each reading flags from the start of a text, and again with a warm-up (``WARM_UP``: nothing
+flagged in the first 4,000 units, the history still kept). Each reading's count of flagged
+hand-written files is what a near rule built on it would flag,
 given also for documents alone (``DOCUMENTS``: no source code, as a reasoning trace holds
 little); the labelled outputs show which loops it would find, and which clean answers it would
 flag.
@@ -53,6 +55,8 @@ ECHO_SIMILAR = 0.5
 ECHO_LOOKBACK = 32
 ECHO_WINDOW = 12
 ECHO_NEEDED = 8
+# A warm-up, as the trigram reading's authors apply one: nothing is flagged before it.
+WARM_UP = 4000  # units
 
 Shingles = frozenset[object]
 
@@ -77,20 +81,21 @@ def segments(text: str, kind: str) -> Iterator[tuple[int, list[str]]]:
             yield match.end(), found
 
 
-def trigram(text: str, kind: str) -> int | None:
-    """Where the trigram reading flags ``text``, or None."""
+def trigram(text: str, kind: str, warm_up: int = 0) -> int | None:
+    """Where the trigram reading flags ``text`` past its first ``warm_up`` units, or None."""
     before: list[Shingles] = []
     for end, found in segments(text, kind):
         grams = frozenset(zip(found, found[1:], found[2:]))
         similar = sum(jaccard(grams, other) >= TRIGRAM_SIMILAR for other in before)
-        if similar >= TRIGRAM_MATCHES:
+        if similar >= TRIGRAM_MATCHES and end > warm_up:
             return end
         before = [*before[1 - TRIGRAM_LOOKBACK :], grams]
     return None
 
 
-def echo_density(text: str, kind: str) -> int | None:
-    """Where the echo-density reading flags ``text``, or None."""
+def echo_density(text: str, kind: str, warm_up: int = 0) -> int | None:
+    """Where the echo-density reading flags ``text`` past its first ``warm_up`` units, or
+    None."""
     before: list[Shingles] = []
     echoes: list[bool] = []
     for end, found in segments(text, kind):
@@ -99,24 +104,20 @@ def echo_density(text: str, kind: str) -> int | None:
             *echoes[1 - ECHO_WINDOW :],
             any(jaccard(word_set, o) >= ECHO_SIMILAR for o in before),
         ]
-        if sum(echoes) >= ECHO_NEEDED:
+        if sum(echoes) >= ECHO_NEEDED and end > warm_up:
             return end
         before = [*before[1 - ECHO_LOOKBACK :], word_set]
     return None
 
 
-READINGS: dict[str, Callable[[str, str], int | None]] = {
+READINGS: dict[str, Callable[[str, str, int], int | None]] = {
     "trigram": trigram,
     "echo density": echo_density,
 }
 
 
 def main() -> None:
-    hand_written = [
-        (path, text)
-        for path, text in benign.everything()
-        if not benign.machine_generated(path, text)
-    ]
+    hand_written = list(benign.hand_written())
     outputs = model_texts()
     found_now = {name for name, (_, text) in outputs.items() if loopbreak.scan(text)}
     documents = sum(Path(path).suffix.lower() in DOCUMENTS for path, _ in hand_written)
@@ -126,16 +127,18 @@ def main() -> None:
     )
     for reading, flags in READINGS.items():
         for kind in SEGMENTS:
-            flagged = [path for path, text in hand_written if flags(text, kind) is not None]
+            flagged = [path for path, text in hand_written if flags(text, kind, 0) is not None]
+            late = sum(flags(text, kind, WARM_UP) is not None for path, text in hand_written)
             by_label: dict[str, list[str]] = {"near-loop": [], "clean": [], "loop": []}
             for name, (label, text) in outputs.items():
-                if flags(text, kind) is not None:
+                if flags(text, kind, 0) is not None:
                     by_label[label].append(name)
             near_new = [name for name in by_label["near-loop"] if name not in found_now]
             flagged_documents = [path for path in flagged if Path(path).suffix.lower() in DOCUMENTS]
             print(
                 f"\n{reading}, {kind}: {len(flagged)} hand-written files flagged, "
-                f"{len(flagged_documents)} of them documents"
+                f"{len(flagged_documents)} of them documents; {late} past their first "
+                f"{WARM_UP:,} units"
             )
             for path in flagged_documents[:5]:
                 print(f"  {path}")

@@ -109,3 +109,10 @@ def everything() -> Iterator[tuple[str, str]]:
     """The Python install and /usr/share."""
     yield from python_install()
     yield from text_files(USR_SHARE)
+
+
+def hand_written() -> Iterator[tuple[str, str]]:
+    """The files of ``everything`` that no plain signal marks as machine-generated."""
+    for path, text in everything():
+        if machine_generated(path, text) is None:
+            yield path, text
