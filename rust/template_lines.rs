@@ -6,7 +6,10 @@
 //! A *number* is a maximal run of one to [`MAX_DIGITS`] ASCII digits that touches no letter
 //! inside its line (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a
 //! name is part of the name; `1958` none: years and ids are data, which counts on from large
-//! values where a model numbers from 1). A line's *template* is its content (trailing whitespace dropped) with each number
+//! values where a model numbers from 1), nor do the digits after a decimal point (`0.24`, `5.6.0`
+//! hold one, their first run: a fraction or a version's later parts are a value's, where a
+//! model's counter is a whole number; a release list, `Upgraded from version 0.24 to 0.34.`,
+//! differs in them line after line, where `12.0s-13.0s:` keeps them). A line's *template* is its content (trailing whitespace dropped) with each number
 //! masked, whatever its width. Only lines of [`MIN_UNITS`] units or more of content count:
 //! shorter ones are passed over, neither read nor remembered. A *numbered* line holds a number,
 //! is not indented as Markdown indents code (a tab first, or four spaces: code is no prose), and
@@ -572,11 +575,12 @@ fn holds_number(line: &[u32]) -> bool {
 }
 
 /// The run of digits from `run` (a digit after none): where it ends, and whether it is a number
-/// (at most [`MAX_DIGITS`] digits, touching no letter).
+/// (at most [`MAX_DIGITS`] digits, touching no letter, and not after a decimal point).
 fn digit_run(line: &[u32], run: usize) -> (usize, bool) {
     let end = run + line[run..].iter().take_while(|&&u| is_ascii_digit(u)).count();
     let touches_letter = (run > 0 && is_letter(line[run - 1])) || (end < line.len() && is_letter(line[end]));
-    (end, !touches_letter && end - run <= MAX_DIGITS)
+    let fraction = run >= 2 && line[run - 1] == u32::from(b'.') && is_ascii_digit(line[run - 2]);
+    (end, !touches_letter && !fraction && end - run <= MAX_DIGITS)
 }
 
 /// Whether two numbered lines of `lookback` (templates; `None`: no number) share a template.
@@ -774,8 +778,21 @@ mod tests {
         assert_eq!(template("shHereDoc09 is a name"), None);
         assert_eq!(template("x1 and 3rd and 第3章"), None);
         assert_ne!(template("Step 1: go"), template("Step 1. go"));
-        assert_eq!(template("12:30 then 1.5"), template("9:05 then 10.25"));
+        assert_eq!(template("12:30 then 1.5"), template("9:05 then 10.5"));
         assert_eq!(template("- 1958: won the final"), None, "a year is data");
+    }
+
+    #[test]
+    fn digits_after_a_decimal_point_are_no_number() {
+        assert_ne!(
+            template("Upgraded from version 0.24 to 0.34."),
+            template("Upgraded from version 1.38 to 1.52."),
+            "a version's later parts are its own"
+        );
+        assert_ne!(template("Introduced in Perl 5.6.0"), template("Introduced in Perl 5.005"));
+        assert_eq!(template("12.0s-13.0s: I don't know"), template("13.0s-14.0s: I don't know"));
+        assert_eq!(template("Step 2. Check the logs"), template("Step 3. Check the logs"), "a point after a number");
+        assert_eq!(template("v.2 of 10"), template("v.3 of 12"), "a point after no digit");
     }
 
     #[test]

@@ -433,8 +433,8 @@ fn remembered_line(line: &[u32], rules: &Rules) -> bool {
 }
 
 /// A line's template as the template rule reads it (its numbers, runs of one to three ASCII
-/// digits touching no letter, each masked), or `None` if it is no numbered line: one the rule
-/// does not remember, or one without a number.
+/// digits touching no letter and not after a decimal point, each masked), or `None` if it is no
+/// numbered line: one the rule does not remember, or one without a number.
 fn numbered_template(line: &[u32], rules: &Rules) -> Option<Vec<u32>> {
     if !remembered_line(line, rules) {
         return None;
@@ -443,7 +443,8 @@ fn numbered_template(line: &[u32], rules: &Rules) -> Option<Vec<u32>> {
     template.contains(&u32::MAX).then_some(template)
 }
 
-/// `line` with each number (a run of one to three ASCII digits touching no letter) masked.
+/// `line` with each number (a run of one to three ASCII digits touching no letter, not after a
+/// digit and a point: a fraction's digits are its own) masked.
 fn masked_numbers(line: &[u32]) -> Vec<u32> {
     let letter = |u: u32| char::from_u32(u).is_some_and(char::is_alphabetic);
     let mut template = Vec::new();
@@ -456,7 +457,11 @@ fn masked_numbers(line: &[u32]) -> Vec<u32> {
         if run == i {
             template.push(line[i]);
             i += 1;
-        } else if (run > 0 && letter(line[run - 1])) || (i < line.len() && letter(line[i])) || i - run > 3 {
+        } else if (run > 0 && letter(line[run - 1]))
+            || (i < line.len() && letter(line[i]))
+            || i - run > 3
+            || (run >= 2 && line[run - 1] == u32::from(b'.') && is_digit(line[run - 2]))
+        {
             template.extend_from_slice(&line[run..i]);
         } else {
             template.push(u32::MAX);

@@ -180,8 +180,9 @@ class Rules:
     as ``template_lines``. A line is read if its content (trailing whitespace ignored) has 6
     units or more; it counts if it is at most ``max_long_period`` units long, is not indented as
     Markdown indents code (a tab first, or four spaces) and holds a number: a run of one to
-    three ASCII digits with no letter right before or after it (``on 21 March`` holds one;
-    ``x1``, ``3rd``, ``shHereDoc09`` and the year ``1958`` none). Its template is its content
+    three ASCII digits with no letter right before or after it and no decimal point right
+    before it after a digit (``on 21 March`` holds one, ``0.24`` one, its ``0``; ``x1``,
+    ``3rd``, ``shHereDoc09`` and the year ``1958`` none). Its template is its content
     with each number masked,
     whatever the number's width. The lines remembered are the last 16 read that hold an ASCII
     digit, fit and are not indented as code. A line that counts continues a streak (or starts

@@ -222,6 +222,34 @@ def keymap() -> str:
             )
             for name in names
         ),
+        # Release notes module by module, each upgraded between two versions (perl5101delta.pod
+        # of Debian's perl-doc, held out of the tuning corpus): a version's digits after its
+        # point are no number, so the lines share no template.
+        "".join(
+            f"=item C<{name}>\n\nUpgraded from version {k % 5}.{24 + 7 * k % 60} to "
+            f"{k % 5}.{31 + 11 * k % 60}.\n\n"
+            for k, name in enumerate(
+                ("Archive::Tar", "Attribute::Handlers", "AutoLoader", "B::Debug", "B::Deparse")
+                + ("B::Lint", "CGI", "Compress::Zlib", "Cwd", "DB_File", "Data::Dumper")
+                + ("Digest::MD5", "Encode", "Exporter")
+            )
+        ),
+        # Features each introduced in a release (perlexperiment.pod).
+        "".join(
+            f"=item {name}\n\nIntroduced in Perl 5.{(6 + 2 * k) % 40}.{k % 3}\n\n"
+            for k, name in enumerate(
+                ("Smart match", "Lexical subroutines", "Postfix dereference", "Signatures")
+                + ("Unicode strings", "Regular expression sets", "The DB module")
+                + ("Weak references", "Internal file glob", "Pluggable keywords")
+            )
+        ),
+        # Kernel versions explained one by one (the man page syscalls.2 of manpages-dev).
+        "".join(
+            f'.IP \\[bu]\nWhere a system call is marked "2.{2 * k}"\nthis means the system call '
+            f"probably appeared in a Linux 2.{2 * k - 1}.x kernel version,\n"
+            f"and first appeared in a stable kernel with Linux 2.{2 * k}.0.\n"
+            for k in range(1, 9)
+        ),
     ],
     ids=[
         "distinct items",
@@ -233,6 +261,9 @@ def keymap() -> str:
         "sql functions",
         "sql overlaps",
         "functions by version",
+        "releases by version",
+        "features by release",
+        "kernel versions",
     ],
 )
 def test_text_that_only_looks_like_it_has_no_finding(text: str) -> None:

@@ -626,8 +626,9 @@ WORD_JOINERS = frozenset("'\u2019-")
 
 def template_numbers(content: str) -> list[tuple[int, int]]:
     """The ``[i, j)`` spans of the numbers of a line's content: maximal runs of one to
-    ``TEMPLATE_MAX_DIGITS`` ASCII digits with no letter right before or after them in the line
-    (``on 21 March`` holds one, ``x1``, ``3rd``, ``shHereDoc09`` and ``1958`` none)."""
+    ``TEMPLATE_MAX_DIGITS`` ASCII digits with no letter right before or after them in the line,
+    and no decimal point right before them after a digit (``on 21 March`` holds one, ``0.24``
+    one, its ``0``; ``x1``, ``3rd``, ``shHereDoc09`` and ``1958`` none)."""
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(content):
@@ -639,7 +640,8 @@ def template_numbers(content: str) -> list[tuple[int, int]]:
             j += 1
         before_letter = i > 0 and is_letter(content[i - 1])
         after_letter = j < len(content) and is_letter(content[j])
-        if not before_letter and not after_letter and j - i <= TEMPLATE_MAX_DIGITS:
+        fraction = i >= 2 and content[i - 1] == "." and content[i - 2] in DIGITS
+        if not before_letter and not after_letter and not fraction and j - i <= TEMPLATE_MAX_DIGITS:
             spans.append((i, j))
         i = j
     return spans
