@@ -9,7 +9,7 @@ use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
 use crate::template_lines::{
-    in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LOOKBACK,
+    code_with_digit, in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LOOKBACK,
 };
 
 /// A region as far as it reaches in the whole text.
@@ -179,7 +179,8 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
 /// line from the first on continues the streak if it is numbered, prose, and recurs by template
 /// to one of the [`LOOKBACK`] such lines before it or is a near-copy (two of them share a
 /// template, and nothing in the text since the latest of them is new: [`nothing_new`]), and ends
-/// it otherwise; other lines pass.
+/// it otherwise; a line indented as code with a digit ([`code_with_digit`]) ends it too; other
+/// lines pass.
 pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Vec<u64> {
     let start = finding.start as usize;
     let from = lookback_start(units, rules, start);
@@ -193,7 +194,11 @@ pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding:
     for line in lines_from(units, from) {
         let content = content_of(units, line.start, line.content_end);
         let x = (line.end - usize::from(line.terminated)) as u64;
-        if !in_lookback(&content, line.end - usize::from(line.terminated) - line.start, rules) {
+        let span = line.end - usize::from(line.terminated) - line.start;
+        if !in_lookback(&content, span, rules) {
+            if line.start >= start && code_with_digit(&content, span, rules) {
+                break;
+            }
             continue;
         }
         let numbered = template_of(&content, &mut template);

@@ -7,8 +7,8 @@ use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 use crate::template_lines::{
-    in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LINES_PER_TEMPLATE, LOOKBACK,
-    MAX_DIGITS,
+    code_with_digit, in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared,
+    LINES_PER_TEMPLATE, LOOKBACK, MAX_DIGITS,
 };
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
@@ -263,7 +263,7 @@ fn counter_candidate(
 /// Streaks of template lines, line by line as the rule reads: the lines that go into the lookback
 /// (`in_lookback`: content, trailing whitespace dropped, of `MIN_UNITS` units or more with a digit,
 /// fitting `max_long_period`, not indented as code), each with its template if it is numbered
-/// (holds a number). A numbered line that recurs (its template among those of the `LOOKBACK` such
+/// (holds a number); a line indented as code with a digit between two of them ends the streak. A numbered line that recurs (its template among those of the `LOOKBACK` such
 /// lines before it) or is a near-copy (two of those share a template, and nothing in the text
 /// since the latest of them is new after the memory before it), and is prose, continues the
 /// streak or starts one; any other of these lines ends it; all other lines pass. The streak holds
@@ -279,6 +279,9 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         end: usize,
     }
     let mut lines = Vec::new();
+    // Per remembered line: whether a line indented as code with a digit came since the one before.
+    let mut code_before = Vec::new();
+    let mut code_since = false;
     let mut start = 0;
     while start < units.len() {
         let newline = units[start..].iter().position(|&u| u == u32::from(b'\n')).map(|i| start + i);
@@ -293,6 +296,9 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
             let mut template = Vec::new();
             let numbered = template_of(&content, &mut template);
             lines.push(Read { start, content, template: numbered.then_some(template), end });
+            code_before.push(std::mem::take(&mut code_since));
+        } else if code_with_digit(&content, text_end - start, rules) {
+            code_since = true;
         }
         start = end;
     }
@@ -328,6 +334,10 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     let mut numbers = vec![0u32; lines.len()];
     let mut made = 0;
     for k in 0..lines.len() {
+        if code_before[k] {
+            finish(&streak, held, &lines, out);
+            (streak, held) = (Vec::new(), None);
+        }
         let lookback = &lines[k.saturating_sub(LOOKBACK)..k];
         let recurs_to = lines[k].template.as_ref().and_then(|template| {
             (k.saturating_sub(LOOKBACK)..k).rev().find(|&j| lines[j].template.as_ref() == Some(template))

@@ -31,7 +31,8 @@
 //! lines that each recur and are prose ([`is_prose`]); a numbered line that does not recur, or is
 //! not prose, ends it, and so does a line of the lookback whose digits are no number (a name such
 //! as `Group1`, an id of four digits or more: code or data, between which a recurring template is
-//! no loop of prose); lines with no digit (or too short, too long, indented as code) neither
+//! no loop of prose), and so does a line indented as code that holds a digit (code is no prose);
+//! lines with no digit (or too short, too long) and other lines indented as code neither
 //! continue nor end it. The rule holds at the first streak line where the streak has
 //! `template_min_lines` lines and at least [`LINES_PER_TEMPLATE`] lines per distinct template in
 //! it. The finding is the streak's first line: `start` where it starts, `block` its content,
@@ -232,10 +233,20 @@ impl TemplateLines {
         if content_len < MIN_UNITS {
             return None;
         }
-        if x - start > u64::from(self.rules.max_long_period)
-            || indented_as_code(window, start)
-            || !has_digit(window, start, content_len)
-        {
+        if x - start > u64::from(self.rules.max_long_period) {
+            return None;
+        }
+        if indented_as_code(window, start) {
+            // Code is no prose: with a digit it ends a running streak, as a numbered line that is
+            // no prose does (numbered lines of words between blocks of code: a compiler's
+            // rewrite rules, a test's expected output). Its digits are looked for only while a
+            // streak runs, so code still costs one vector compare a line.
+            return match self.streak {
+                Some(_) if has_digit(window, start, content_len) => self.streak.take().map(|_| TemplateEvent::Broken),
+                _ => None,
+            };
+        }
+        if !has_digit(window, start, content_len) {
             return None;
         }
         let digest = non_digit_digest(window, start, content_len);
@@ -516,6 +527,15 @@ pub(crate) fn in_lookback(content: &[u32], span: usize, rules: &Rules) -> bool {
         && content.iter().any(|&u| is_ascii_digit(u))
 }
 
+/// Whether a line (`content`, `span` units with its trailing whitespace) is one indented as code
+/// that holds a digit, long enough to read and fitting `max_long_period`: it ends a streak.
+pub(crate) fn code_with_digit(content: &[u32], span: usize, rules: &Rules) -> bool {
+    content.len() as u64 >= MIN_UNITS
+        && span <= rules.max_long_period as usize
+        && code_indented(content)
+        && content.iter().any(|&u| is_ascii_digit(u))
+}
+
 /// Whether a line starts as Markdown indents code: a tab, or four spaces.
 fn code_indented(line: &[u32]) -> bool {
     line.first() == Some(&u32::from(b'\t')) || line.starts_with(&[u32::from(b' '); 4])
@@ -780,6 +800,16 @@ mod tests {
         assert_ne!(template("Step 1: go"), template("Step 1. go"));
         assert_eq!(template("12:30 then 1.5"), template("9:05 then 10.5"));
         assert_eq!(template("- 1958: won the final"), None, "a year is data");
+    }
+
+    #[test]
+    fn code_with_a_digit_ends_a_streak() {
+        let rules = Rules::new(crate::RuleValues { template_min_lines: 3, ..*crate::DEFAULT_RULES }).unwrap();
+        let item = |n: u32| format!("{n}. Check the logs of the server\n");
+        let lines: String = (1..=2).map(item).chain(["    retry(3)\n".to_string()]).chain((3..=4).map(item)).collect();
+        assert!(crate::scan_units(&units(&lines), &rules).is_empty(), "two lines each side of the code");
+        let passed: String = (1..=2).map(item).chain(["    retry()\n".to_string()]).chain((3..=4).map(item)).collect();
+        assert!(!crate::scan_units(&units(&passed), &rules).is_empty(), "code without a digit is passed over");
     }
 
     #[test]

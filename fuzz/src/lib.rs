@@ -427,9 +427,24 @@ fn count_numbers(units: &[u32], start: usize, end: usize) -> Option<(u64, Vec<u3
 /// with an ASCII digit, no longer than `max_long_period` with its trailing whitespace, not
 /// indented as code (a tab first, or four spaces).
 fn remembered_line(line: &[u32], rules: &Rules) -> bool {
+    read_line(line, rules) && !indented_as_code(trim_trailing_ws(line))
+}
+
+/// Whether the template rule reads a line at all (newline excluded): content of 6 units or more
+/// with an ASCII digit, no longer than `max_long_period` with its trailing whitespace.
+fn read_line(line: &[u32], rules: &Rules) -> bool {
     let content = trim_trailing_ws(line);
-    let code = content.first() == Some(&u32::from(b'\t')) || content.starts_with(&[u32::from(b' '); 4]);
-    content.len() >= 6 && line.len() <= rules.max_long_period as usize && !code && content.iter().any(|&u| is_digit(u))
+    content.len() >= 6 && line.len() <= rules.max_long_period as usize && content.iter().any(|&u| is_digit(u))
+}
+
+/// Whether content is indented as Markdown indents code: a tab first, or four spaces.
+fn indented_as_code(content: &[u32]) -> bool {
+    content.first() == Some(&u32::from(b'\t')) || content.starts_with(&[u32::from(b' '); 4])
+}
+
+/// Whether a line the template rule reads is indented as code: such a line ends a streak.
+fn code_with_digit(line: &[u32], rules: &Rules) -> bool {
+    read_line(line, rules) && indented_as_code(trim_trailing_ws(line))
 }
 
 /// A line's template as the template rule reads it (its numbers, runs of one to three ASCII
@@ -784,6 +799,11 @@ pub fn check_findings(units: &[u32], rules: &Rules, window: usize, found: &[Find
                 // The end of the latest remembered line's content.
                 let mut gap_start = 0;
                 for line in lines {
+                    assert!(
+                        offset < start || !code_with_digit(line, rules),
+                        "a line of code with a digit inside the streak: {}",
+                        ctx()
+                    );
                     if remembered_line(line, rules) {
                         let template = numbered_template(line, rules);
                         if offset >= start {

@@ -196,8 +196,9 @@ class Rules:
     words or more and at most one other token per three words (list marks and number tokens
     are neither; a camel-case name or a ``key:`` mid-line is no word), or six CJK chars; one
     that does not ends the streak, and so does a remembered line whose digits are no number
-    (a name, a year). Other lines (not read, with no digit, indented as code, too long)
-    neither continue nor end it. A streak is found once it has ``template_min_lines`` lines
+    (a name, a year), and so does a line indented as code that holds a digit. Other lines (not
+    read, with no digit, indented as code without a digit, too long) neither continue nor end
+    it. A streak is found once it has ``template_min_lines`` lines
     (``template_min_lines=8``) and at least 1.5 lines per template among them (a line that
     recurs as a copy counts too: a few lines cycling in no fixed order repeat no block back to
     back); ``block`` is its first line, ``repeats`` counts its

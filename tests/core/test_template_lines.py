@@ -250,6 +250,14 @@ def keymap() -> str:
             f"and first appeared in a stable kernel with Linux 2.{2 * k}.0.\n"
             for k in range(1, 9)
         ),
+        # A compiler's rewrite rules: a numbered line of words opens each, its body indented as
+        # code with numbers in it, which ends a streak (Go's ssa/gen/ARM64.rules).
+        "".join(
+            f"({op} [{n}] ptr mem) =>\n\t(MOVBstore [{n - 1}] ptr (MOVDconst [0])\n"
+            f"\t\t(MOVHstore [{n - 3}] ptr (MOVDconst [0]) mem))\n"
+            for op in ("Zero", "Move")
+            for n in range(5, 17)
+        ),
     ],
     ids=[
         "distinct items",
@@ -264,6 +272,7 @@ def keymap() -> str:
         "releases by version",
         "features by release",
         "kernel versions",
+        "rewrite rules",
     ],
 )
 def test_text_that_only_looks_like_it_has_no_finding(text: str) -> None:

@@ -802,8 +802,11 @@ def template_verdict(
     # Indented as Markdown indents code (a tab first, or four spaces): code, never numbered.
     code = content.startswith(("\t", "    "))
     has_digit = any(ch in DIGITS for ch in content)
-    if len(content) < TEMPLATE_MIN_UNITS or not fits or code or not has_digit:
+    if len(content) < TEMPLATE_MIN_UNITS or not fits or not has_digit:
         return None, None, None
+    if code:
+        # Code with a digit ends a streak, as a numbered line of no prose does; not remembered.
+        return None, None, False
     tpl = template_mask(content) if template_numbers(content) else None
     remembered = TemplateLine(start, content, x + 1, tpl)
     if tpl is None:
@@ -890,8 +893,9 @@ def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
 
     A numbered line that recurs and is prose (``is_template_prose``) continues the streak, or
     starts one; any other remembered line (numbered but not recurring or not prose, or with
-    digits that are no number) ends it and starts none; other lines neither continue nor end
-    it. The rule holds at the first line of a streak where the streak has
+    digits that are no number) ends it and starts none, and so does a line indented as code
+    that holds an ASCII digit (of ``TEMPLATE_MIN_UNITS`` units or more, fitting, not
+    remembered); other lines neither continue nor end it. The rule holds at the first line of a streak where the streak has
     ``template_min_lines`` lines or more and at least 1.5 lines per distinct template among
     them; a streak holds at most once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
     ``repeats`` the streak's lines then; offline, the region runs to the newline of the streak's
