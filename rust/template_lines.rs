@@ -237,14 +237,9 @@ impl TemplateLines {
             return None;
         }
         if indented_as_code(window, start) {
-            // Code is no prose: with a digit it ends a running streak, as a numbered line that is
-            // no prose does (numbered lines of words between blocks of code: a compiler's
-            // rewrite rules, a test's expected output). Its digits are looked for only while a
-            // streak runs, so code still costs one vector compare a line.
-            return match self.streak {
-                Some(_) if has_digit(window, start, content_len) => self.streak.take().map(|_| TemplateEvent::Broken),
-                _ => None,
-            };
+            // Its digits are looked for only while a streak runs, so code still costs one vector
+            // compare a line.
+            return if self.streak.is_some() { self.read_code_line(start, content_len, window) } else { None };
         }
         if !has_digit(window, start, content_len) {
             return None;
@@ -263,6 +258,19 @@ impl TemplateLines {
             return None;
         }
         self.read_line(start, content_len, key, matches, x, window)
+    }
+
+    /// A line indented as code, read while a streak runs: code is no prose, and with a digit it
+    /// ends the streak, as a numbered line that is no prose does (numbered lines of words between
+    /// blocks of code: a compiler's rewrite rules, a test's expected outputs).
+    #[cold]
+    #[inline(never)]
+    fn read_code_line<T: Unit>(&mut self, start: u64, content_len: u64, window: &Window<T>) -> Option<TemplateEvent> {
+        if has_digit(window, start, content_len) {
+            self.streak.take().map(|_| TemplateEvent::Broken)
+        } else {
+            None
+        }
     }
 
     /// Where the stretch a line closes starts: at the end of the latest remembered line's
@@ -599,8 +607,8 @@ fn holds_number(line: &[u32]) -> bool {
 fn digit_run(line: &[u32], run: usize) -> (usize, bool) {
     let end = run + line[run..].iter().take_while(|&&u| is_ascii_digit(u)).count();
     let touches_letter = (run > 0 && is_letter(line[run - 1])) || (end < line.len() && is_letter(line[end]));
-    let fraction = run >= 2 && line[run - 1] == u32::from(b'.') && is_ascii_digit(line[run - 2]);
-    (end, !touches_letter && !fraction && end - run <= MAX_DIGITS)
+    let fraction = || run >= 2 && line[run - 1] == u32::from(b'.') && is_ascii_digit(line[run - 2]);
+    (end, !touches_letter && end - run <= MAX_DIGITS && !fraction())
 }
 
 /// Whether two numbered lines of `lookback` (templates; `None`: no number) share a template.
