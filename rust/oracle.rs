@@ -263,13 +263,14 @@ fn counter_candidate(
 /// Streaks of template lines, line by line as the rule reads: the lines that go into the lookback
 /// (`in_lookback`: content, trailing whitespace dropped, of `MIN_UNITS` units or more with a digit,
 /// fitting `max_long_period`, not indented as code), each with its template if it is numbered
-/// (holds a number); a line indented as code with a digit between two of them ends the streak. A numbered line that recurs (its template among those of the `LOOKBACK` such
-/// lines before it) or is a near-copy (two of those share a template, and nothing in the text
-/// since the latest of them is new after the memory before it), and is prose, continues the
-/// streak or starts one; any other of these lines ends it; all other lines pass. The streak holds
-/// at its first line with `template_min_lines` lines and 1.5 lines per distinct template (as the
-/// rule numbers templates; a near-copy counts none). Offline, a last line the text ends in (no newline) is read as
-/// if a newline ended it.
+/// (holds a number); a line indented as code with a digit between two of them ends the streak. A
+/// numbered line that recurs (its template among those of the `LOOKBACK` such lines before it) or
+/// is a near-copy (two of those share a template, and nothing in the text since the latest of them
+/// is new after the memory before it), and is prose, continues the streak or starts one; any other
+/// of these lines ends it; all other lines pass. The streak holds at its first line with
+/// `template_min_lines` lines and 1.5 lines per distinct template (as the rule numbers templates; a
+/// near-copy counts none). Offline, a last line the text ends in (no newline) is read as if a
+/// newline ended it.
 fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     struct Read {
         start: usize,

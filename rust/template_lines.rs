@@ -3,18 +3,18 @@
 //! activities, a prompt echoed again and again with its date changing, timestamped lines whose
 //! sentence keeps coming back: no two copies are alike, so the exact rules never hold.
 //!
-//! A *number* is a maximal run of one to [`MAX_DIGITS`] ASCII digits that touches no letter
-//! inside its line (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a
-//! name is part of the name; `1958` none: years and ids are data, which counts on from large
-//! values where a model numbers from 1), nor do the digits after a decimal point (`0.24`, `5.6.0`
-//! hold one, their first run: a fraction or a version's later parts are a value's, where a
-//! model's counter is a whole number; a release list, `Upgraded from version 0.24 to 0.34.`,
-//! differs in them line after line, where `12.0s-13.0s:` keeps them). A line's *template* is its content (trailing whitespace dropped) with each number
-//! masked, whatever its width. Only lines of [`MIN_UNITS`] units or more of content count:
-//! shorter ones are passed over, neither read nor remembered. A *numbered* line holds a number,
-//! is not indented as Markdown indents code (a tab first, or four spaces: code is no prose), and
-//! fits `max_long_period` units (newline excluded), as a counter line does, so that it is whole
-//! in the window at its newline whatever the chunking.
+//! A *number* is a maximal run of one to [`MAX_DIGITS`] ASCII digits that touches no letter inside
+//! its line (`on 21 March` holds one; `shHereDoc09`, `x1`, `3rd` none: a number inside a name is
+//! part of the name; `1958` none: years and ids are data, which counts on from large values where a
+//! model numbers from 1), nor do the digits after a decimal point (`0.24`, `5.6.0` hold one, their
+//! first run: a fraction or a version's later parts are a value's, where a model's counter is a
+//! whole number; a release list, `Upgraded from version 0.24 to 0.34.`, differs in them line after
+//! line, where `12.0s-13.0s:` keeps them). A line's *template* is its content (trailing whitespace
+//! dropped) with each number masked, whatever its width. Only lines of [`MIN_UNITS`] units or more
+//! of content count: shorter ones are passed over, neither read nor remembered. A *numbered* line
+//! holds a number, is not indented as Markdown indents code (a tab first, or four spaces: code is
+//! no prose), and fits `max_long_period` units (newline excluded), as a counter line does, so that
+//! it is whole in the window at its newline whatever the chunking.
 //!
 //! The *lookback* is the latest [`LOOKBACK`] lines that hold an ASCII digit ([`in_lookback`]):
 //! lines between the numbered ones that hold none take no place in it, so an item of a heading and
