@@ -73,11 +73,10 @@ def main() -> None:
     root = unpacked(parser.parse_args().cache)
     hand_written = 0
     rules_by_file: dict[str, list[str]] = defaultdict(list)
-    for path, text in benign.text_files(root):
-        if benign.machine_generated(path, text) is None:
-            hand_written += 1
-            for finding in loopbreak.scan(text):
-                rules_by_file[path[len(str(root)) :]].append(finding.rule)
+    for path, text in benign.hand_written(root):
+        hand_written += 1
+        for finding in loopbreak.scan(text):
+            rules_by_file[path[len(str(root)) :]].append(finding.rule)
     files_by_rule: dict[str, int] = defaultdict(int)
     for found in rules_by_file.values():
         for rule in set(found):

@@ -9,7 +9,7 @@ use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
 use crate::template_lines::{
-    code_with_digit, in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared, LOOKBACK,
+    digit_line, is_prose, near_memory_start, nothing_new, template_of, templates_shared, DigitLine, LOOKBACK,
 };
 
 /// A region as far as it reaches in the whole text.
@@ -175,11 +175,11 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
 
 /// Where each line of the finding's streak of template lines ends (after its newline, or the
 /// text's end for a last line the text ends in that continues it), read as the rule reads: from
-/// the [`LOOKBACK`] lines of the lookback ([`in_lookback`]) before its first line on, each such
+/// the [`LOOKBACK`] lines of the lookback ([`digit_line`]) before its first line on, each such
 /// line from the first on continues the streak if it is numbered, prose, and recurs by template
 /// to one of the [`LOOKBACK`] such lines before it or is a near-copy (two of them share a
 /// template, and nothing in the text since the latest of them is new: [`nothing_new`]), and ends
-/// it otherwise; a line indented as code with a digit ([`code_with_digit`]) ends it too; other
+/// it otherwise; a line indented as code with a digit ([`DigitLine::Code`]) ends it too; other
 /// lines pass.
 pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Vec<u64> {
     let start = finding.start as usize;
@@ -194,12 +194,10 @@ pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding:
     for line in lines_from(units, from) {
         let content = content_of(units, line.start, line.content_end);
         let x = (line.end - usize::from(line.terminated)) as u64;
-        let span = line.end - usize::from(line.terminated) - line.start;
-        if !in_lookback(&content, span, rules) {
-            if line.start >= start && code_with_digit(&content, span, rules) {
-                break;
-            }
-            continue;
+        match digit_line(&content, line.end - usize::from(line.terminated) - line.start, rules) {
+            Some(DigitLine::Remembered) => {}
+            Some(DigitLine::Code) if line.start >= start => break,
+            _ => continue,
         }
         let numbered = template_of(&content, &mut template);
         if line.start >= start {
@@ -228,7 +226,7 @@ fn content_of<S: Unit>(units: &[S], start: usize, content_end: usize) -> Vec<u32
     units[start..content_end].iter().map(|&unit| unit.into()).collect()
 }
 
-/// Where the earliest of the [`LOOKBACK`] lines of the lookback ([`in_lookback`]) before the
+/// Where the earliest of the [`LOOKBACK`] lines of the lookback ([`digit_line`]) before the
 /// line at `start` starts (0 if there are fewer).
 fn lookback_start<S: Unit>(units: &[S], rules: &Rules, start: usize) -> usize {
     let newline = S::store(u32::from(b'\n'));
@@ -242,7 +240,7 @@ fn lookback_start<S: Unit>(units: &[S], rules: &Rules, start: usize) -> usize {
             content_end -= 1;
         }
         let content = content_of(units, line_start, content_end);
-        seen += usize::from(in_lookback(&content, line_end - 1 - line_start, rules));
+        seen += usize::from(digit_line(&content, line_end - 1 - line_start, rules) == Some(DigitLine::Remembered));
         line_end = line_start;
     }
     line_end

@@ -7,8 +7,8 @@ use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 use crate::template_lines::{
-    code_with_digit, in_lookback, is_prose, near_memory_start, nothing_new, template_of, templates_shared,
-    LINES_PER_TEMPLATE, LOOKBACK, MAX_DIGITS,
+    digit_line, is_prose, near_memory_start, nothing_new, template_of, templates_shared, DigitLine, LINES_PER_TEMPLATE,
+    LOOKBACK, MAX_DIGITS,
 };
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
@@ -261,7 +261,7 @@ fn counter_candidate(
 }
 
 /// Streaks of template lines, line by line as the rule reads: the lines that go into the lookback
-/// (`in_lookback`: content, trailing whitespace dropped, of `MIN_UNITS` units or more with a digit,
+/// (`digit_line`: content, trailing whitespace dropped, of `MIN_UNITS` units or more with a digit,
 /// fitting `max_long_period`, not indented as code), each with its template if it is numbered
 /// (holds a number); a line indented as code with a digit between two of them ends the streak. A
 /// numbered line that recurs (its template among those of the `LOOKBACK` such lines before it) or
@@ -293,12 +293,13 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
         }
         let content = units[start..content_end].to_vec();
         let end = newline.map_or(units.len(), |i| i + 1);
-        if in_lookback(&content, text_end - start, rules) {
+        let read = digit_line(&content, text_end - start, rules);
+        if read == Some(DigitLine::Remembered) {
             let mut template = Vec::new();
             let numbered = template_of(&content, &mut template);
             lines.push(Read { start, content, template: numbered.then_some(template), end });
             code_before.push(std::mem::take(&mut code_since));
-        } else if code_with_digit(&content, text_end - start, rules) {
+        } else if read == Some(DigitLine::Code) {
             code_since = true;
         }
         start = end;

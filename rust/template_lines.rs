@@ -16,7 +16,7 @@
 //! no prose), and fits `max_long_period` units (newline excluded), as a counter line does, so that
 //! it is whole in the window at its newline whatever the chunking.
 //!
-//! The *lookback* is the latest [`LOOKBACK`] lines that hold an ASCII digit ([`in_lookback`]):
+//! The *lookback* is the latest [`LOOKBACK`] lines that hold an ASCII digit ([`digit_line`]):
 //! lines between the numbered ones that hold none take no place in it, so an item of a heading and
 //! a paragraph is remembered as long as an item of one line. A numbered line *recurs* when a
 //! numbered line of the lookback shares its template, whether its text is new or a copy (a cycle of
@@ -58,7 +58,7 @@ use crate::rules::Rules;
 use crate::window::Window;
 
 /// The lines a numbered line is compared with: the latest lines that hold a digit
-/// ([`in_lookback`]).
+/// ([`digit_line`]).
 pub const LOOKBACK: usize = 16;
 
 /// The shortest content (units, leading whitespace counted) a line must have to count.
@@ -525,23 +525,22 @@ fn is_letter(unit: u32) -> bool {
     classify(unit) == UnitClass::Letter
 }
 
-/// Whether a line goes into the lookback, read whole: its content (trailing whitespace dropped)
-/// has [`MIN_UNITS`] units or more and an ASCII digit, the line fits `max_long_period` (`span`:
-/// its units before the newline), and it is not indented as code.
-pub(crate) fn in_lookback(content: &[u32], span: usize, rules: &Rules) -> bool {
-    content.len() as u64 >= MIN_UNITS
+/// What a line read whole is to the rule, if its content (trailing whitespace dropped) has
+/// [`MIN_UNITS`] units or more and an ASCII digit and the line fits `max_long_period` (`span`:
+/// its units before the newline): [`DigitLine::Remembered`] (it goes into the lookback), or
+/// [`DigitLine::Code`] if it is indented as code (it ends a streak). `None`: it is passed over.
+pub(crate) fn digit_line(content: &[u32], span: usize, rules: &Rules) -> Option<DigitLine> {
+    let read = content.len() as u64 >= MIN_UNITS
         && span <= rules.max_long_period as usize
-        && !code_indented(content)
-        && content.iter().any(|&u| is_ascii_digit(u))
+        && content.iter().any(|&u| is_ascii_digit(u));
+    read.then(|| if code_indented(content) { DigitLine::Code } else { DigitLine::Remembered })
 }
 
-/// Whether a line (`content`, `span` units with its trailing whitespace) is one indented as code
-/// that holds a digit, long enough to read and fitting `max_long_period`: it ends a streak.
-pub(crate) fn code_with_digit(content: &[u32], span: usize, rules: &Rules) -> bool {
-    content.len() as u64 >= MIN_UNITS
-        && span <= rules.max_long_period as usize
-        && code_indented(content)
-        && content.iter().any(|&u| is_ascii_digit(u))
+/// A line with a digit that the rule reads ([`digit_line`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DigitLine {
+    Remembered,
+    Code,
 }
 
 /// Whether a line starts as Markdown indents code: a tab, or four spaces.

@@ -111,8 +111,9 @@ def everything() -> Iterator[tuple[str, str]]:
     yield from text_files(USR_SHARE)
 
 
-def hand_written() -> Iterator[tuple[str, str]]:
-    """The files of ``everything`` that no plain signal marks as machine-generated."""
-    for path, text in everything():
+def hand_written(root: Path | None = None) -> Iterator[tuple[str, str]]:
+    """The files of ``everything`` (or of ``root``) that no plain signal marks as
+    machine-generated."""
+    for path, text in everything() if root is None else text_files(root):
         if machine_generated(path, text) is None:
             yield path, text
