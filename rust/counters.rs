@@ -94,8 +94,8 @@ struct Streak {
     cycle_lines: usize,
     /// Lines in a row equal to the line a cycle before (fewer than `cycle_lines`).
     flat: usize,
-    /// The lines its cycle needs.
-    required: u64,
+    /// The lines its cycle needs, once worked out ([`Counters::reached`]).
+    required: Option<u64>,
 }
 
 /// A line: where it starts, its content's length (trailing whitespace dropped) and where it
@@ -163,6 +163,9 @@ pub struct Counters {
     /// The streak's first cycle: its first `cycle_lines` lines (trailing whitespace dropped) joined
     /// by newlines.
     cycle: Vec<u32>,
+    /// The line that stepped on from the first cycle, kept until what the streak needs is worked
+    /// out.
+    stepped: Vec<u32>,
     /// The latest non-blank lines, a ring: `recent[latest]` the newest.
     recent: [Held; MAX_CYCLE_LINES],
     latest: usize,
@@ -178,6 +181,7 @@ impl Counters {
             streak: None,
             first_start: 0,
             cycle: Vec::new(),
+            stepped: Vec::new(),
             recent: [Held::none(), Held::none(), Held::none()],
             latest: 0,
         }
@@ -185,7 +189,7 @@ impl Counters {
 
     pub fn heap_bytes(&self) -> usize {
         let copies: usize = self.recent.iter().map(|line| line.copy.capacity()).sum();
-        (copies + self.cycle.capacity()) * std::mem::size_of::<u32>()
+        (copies + self.cycle.capacity() + self.stepped.capacity()) * std::mem::size_of::<u32>()
     }
 
     /// Before units are appended to `window`: copies the lines a streak may still compare that
@@ -315,7 +319,7 @@ impl Counters {
         window: &Window<T>,
     ) -> CounterEvent {
         let lines: Vec<Vec<u32>> = (1..=cycle_lines).rev().map(|p| self.back(p).units(window)).collect();
-        let stepped = window.units(start, start + content_len);
+        self.stepped = window.units(start, start + content_len);
         self.first_start = self.back(cycle_lines).start;
         self.cycle.clear();
         for (i, line) in lines.iter().enumerate() {
@@ -324,9 +328,23 @@ impl Counters {
             }
             self.cycle.extend_from_slice(line);
         }
-        let required = required_lines(&self.rules, &lines, &stepped);
-        let streak = self.streak.insert(Streak { count: cycle_lines as u64 + 1, cycle_lines, flat: 0, required });
-        if streak.count == required {
+        self.streak = Some(Streak { count: cycle_lines as u64 + 1, cycle_lines, flat: 0, required: None });
+        self.event()
+    }
+
+    /// What the streak's latest line did: reached what the streak needs, or continued it. What it
+    /// needs (by its lines' class: [`required_lines`]) is worked out once it has the fewest lines
+    /// any class needs, which most streaks of clean text never reach.
+    fn event(&mut self) -> CounterEvent {
+        let rules = &self.rules;
+        let streak = self.streak.as_mut().expect("a streak runs");
+        let least = rules.counter_min_lines.min(rules.code_counter_min_lines).min(rules.data_counter_min_lines);
+        if streak.required.is_none() && streak.count >= u64::from(least).max(streak.cycle_lines as u64 + 1) {
+            let lines: Vec<Vec<u32>> =
+                self.cycle.split(|&unit| unit == u32::from(b'\n')).map(<[u32]>::to_vec).collect();
+            streak.required = Some(required_lines(rules, &lines, &self.stepped));
+        }
+        if streak.required == Some(streak.count) {
             CounterEvent::Reached
         } else {
             CounterEvent::Continued
@@ -361,12 +379,8 @@ impl Counters {
             self.streak = None;
             return CounterEvent::Broken;
         };
-        let streak = self.streak.insert(Streak { count: streak.count + 1, flat, ..streak });
-        if streak.count == streak.required {
-            CounterEvent::Reached
-        } else {
-            CounterEvent::Continued
-        }
+        self.streak = Some(Streak { count: streak.count + 1, flat, ..streak });
+        self.event()
     }
 
     /// Whether the line from `start` (as long as `before`) equals it.
@@ -534,6 +548,7 @@ struct Template {
     class: LineClass,
 }
 
+#[inline(always)]
 fn template(line: &[u32]) -> Template {
     let (mut len, mut visible, mut letters, mut code, mut name) = (0, 0, 0, false, true);
     let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();
@@ -571,6 +586,12 @@ fn template(line: &[u32]) -> Template {
         LineClass::Words
     };
     Template { len, class }
+}
+
+/// Whether a line is data to the counter rule (see [`LineClass::Data`]): a table row, mostly
+/// numbers and punctuation, or a name alone.
+pub(crate) fn is_data_line(line: &[u32]) -> bool {
+    template(line).class == LineClass::Data
 }
 
 /// A mark of code in a counter template: a bracket, `<` `>`, `=`, `;` or `+` (`base + N *

@@ -4,12 +4,13 @@
 
 use crate::classes::is_whitespace;
 use crate::counter_run::count_from;
-use crate::counters::{counts_on, cycle_lines_of};
+use crate::counters::{counts_on, cycle_lines_of, is_data_line};
 use crate::finding::{Finding, Rule};
 use crate::lanes::Unit;
 use crate::rules::Rules;
 use crate::template_lines::{
-    digit_line, is_prose, near_memory_start, nothing_new, template_of, templates_shared, DigitLine, LOOKBACK,
+    copy_save_count, digit_line, is_prose, list_counts_on, near_memory_start, nothing_new, template_of,
+    templates_shared, DigitLine, LOOKBACK,
 };
 
 /// A region as far as it reaches in the whole text.
@@ -176,16 +177,18 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
 /// Where each line of the finding's streak of template lines ends (after its newline, or the
 /// text's end for a last line the text ends in that continues it), read as the rule reads: from
 /// the [`LOOKBACK`] lines of the lookback ([`digit_line`]) before its first line on, each such
-/// line from the first on continues the streak if it is numbered, prose, and recurs by template
-/// to one of the [`LOOKBACK`] such lines before it or is a near-copy (two of them share a
+/// line from the first on continues the streak if it is numbered and either recurs by template
+/// to one of the [`LOOKBACK`] such lines before it, being prose or counting on from the line
+/// before it (its first number one more), or is prose and a near-copy (two of them share a
 /// template, and nothing in the text since the latest of them is new: [`nothing_new`]), and ends
 /// it otherwise; a line indented as code with a digit ([`DigitLine::Code`]) ends it too; other
 /// lines pass.
 pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Vec<u64> {
     let start = finding.start as usize;
     let from = lookback_start(units, rules, start);
-    // The templates of the lookback's lines (`None`: no number).
+    // The templates of the lookback's lines (`None`: no number), and their contents.
     let mut lookback: std::collections::VecDeque<Option<Vec<u32>>> = std::collections::VecDeque::new();
+    let mut contents: std::collections::VecDeque<Vec<u32>> = std::collections::VecDeque::new();
     let mut ends = Vec::new();
     let mut template = Vec::new();
     // The end of the content of the latest line of the lookback: where the stretch a line closes
@@ -201,13 +204,23 @@ pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding:
         }
         let numbered = template_of(&content, &mut template);
         if line.start >= start {
-            let recurs = lookback.contains(&Some(template.clone()))
-                || (templates_shared(lookback.make_contiguous())
-                    && near_memory_start(gap_start, x, rules).is_some_and(|memory| {
-                        let (memory, gap) = (memory as usize, gap_start as usize);
-                        nothing_new(&content_of(units, memory, gap), &content_of(units, gap, x as usize))
-                    }));
-            if numbered && recurs && is_prose(&content) {
+            // The latest line of its template it recurs to.
+            let recurs_to = lookback.iter().rposition(|other| other.as_ref() == Some(&template));
+            let continues = numbered
+                && if let Some(j) = recurs_to {
+                    is_prose(&content)
+                        || (copy_save_count(&content, &contents[j])
+                            && !is_data_line(&content)
+                            && list_counts_on(contents.back().expect("beside lookback"), &content))
+                } else {
+                    is_prose(&content)
+                        && templates_shared(lookback.make_contiguous())
+                        && near_memory_start(gap_start, x, rules).is_some_and(|memory| {
+                            let (memory, gap) = (memory as usize, gap_start as usize);
+                            nothing_new(&content_of(units, memory, gap), &content_of(units, gap, x as usize))
+                        })
+                };
+            if continues {
                 ends.push(line.end as u64);
             } else {
                 break;
@@ -215,8 +228,10 @@ pub(crate) fn template_streak_ends<S: Unit>(units: &[S], rules: &Rules, finding:
         }
         gap_start = line.content_end as u64;
         lookback.push_back(numbered.then(|| template.clone()));
+        contents.push_back(content);
         if lookback.len() > LOOKBACK {
             lookback.pop_front();
+            contents.pop_front();
         }
     }
     ends

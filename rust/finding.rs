@@ -133,11 +133,13 @@ impl Rule {
                 name: "template_lines",
                 copy: CopyUnit::Line,
                 period: "units in the streak's first line without its newline and trailing whitespace",
-                thresholds: &["max_long_period", "template_min_lines"],
+                thresholds: &["max_long_period", "code_counter_min_lines", "template_min_lines"],
                 description: "Prose lines with numbers drawn from a few templates (numbers masked), each \
                               recurring among the 16 lines before it, in or out of order, or reworded \
                               from nothing the text before it lacks: numbered items cycling, a dated line \
-                              echoed again and again, a prompt echoed in new wordings.",
+                              echoed again and again, a prompt echoed in new wordings; and counted lists \
+                              whose items come back as they were, save their count (`N. China`, `N. India`, \
+                              `N. China` again).",
             },
             Rule::CounterRun => &RuleInfo {
                 name: "counter_run",

@@ -3,12 +3,12 @@
 
 use crate::classes::{BlockClass, PACKED_CONTEXT};
 use crate::counter_run::MAX_SEPARATOR;
-use crate::counters::{counts_on, required_lines, MAX_CYCLE_LINES};
+use crate::counters::{counts_on, is_data_line, required_lines, MAX_CYCLE_LINES};
 use crate::finding::{Finding, Rule};
 use crate::rules::Rules;
 use crate::template_lines::{
-    digit_line, is_prose, near_memory_start, nothing_new, template_of, templates_shared, DigitLine, LINES_PER_TEMPLATE,
-    LOOKBACK, MAX_DIGITS,
+    copy_save_count, digit_line, holds, is_prose, list_counts_on, near_memory_start, nothing_new, template_of,
+    templates_shared, DigitLine, LOOKBACK, MAX_DIGITS,
 };
 
 /// A finding the rules allow (as its rule first holds), before claims are applied, and how far
@@ -264,12 +264,15 @@ fn counter_candidate(
 /// (`digit_line`: content, trailing whitespace dropped, of `MIN_UNITS` units or more with a digit,
 /// fitting `max_long_period`, not indented as code), each with its template if it is numbered
 /// (holds a number); a line indented as code with a digit between two of them ends the streak. A
-/// numbered line that recurs (its template among those of the `LOOKBACK` such lines before it) or
-/// is a near-copy (two of those share a template, and nothing in the text since the latest of them
-/// is new after the memory before it), and is prose, continues the streak or starts one; any other
-/// of these lines ends it; all other lines pass. The streak holds at its first line with
-/// `template_min_lines` lines and 1.5 lines per distinct template (as the rule numbers templates; a
-/// near-copy counts none). Offline, a last line the text ends in (no newline) is read as if a
+/// numbered line that recurs (its template among those of the `LOOKBACK` such lines before it) and
+/// is prose, or counts on (the line before it is numbered, its first number one less with the same
+/// text before it) and is a copy of the latest line of its template save its first number, or that is
+/// prose and a near-copy (two of those share a template, and nothing in the text since the latest
+/// of them is new after the memory before it), continues the streak or starts one; any other of
+/// these lines ends it; all other lines pass. The streak holds at its first line with 1.5 lines per
+/// distinct template (as the rule numbers templates; a near-copy counts none) and
+/// `template_min_lines` lines if all its lines are prose, else `code_counter_min_lines` lines and
+/// two templates. Offline, a last line the text ends in (no newline) is read as if a
 /// newline ended it.
 fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     struct Read {
@@ -361,19 +364,28 @@ fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
                 && near_memory_start(gap_start as u64, x as u64, rules)
                     .is_some_and(|memory| nothing_new(&units[memory as usize..gap_start], &units[gap_start..x]))
         };
-        let recurs = lines[k].template.is_some() && (recurs_to.is_some() || near());
+        let prose = is_prose(&lines[k].content);
+        let counted = k > 0 && list_counts_on(&lines[k - 1].content, &lines[k].content);
+        let continues = lines[k].template.is_some()
+            && match recurs_to {
+                Some(j) => {
+                    prose
+                        || (counted
+                            && copy_save_count(&lines[k].content, &lines[j].content)
+                            && !is_data_line(&lines[k].content))
+                }
+                None => prose && near(),
+            };
         // A streak line only counts toward holding when a newline ends it (streaming reads no other).
-        if recurs && is_prose(&lines[k].content) {
+        if continues {
             streak.push(k);
             let mut distinct: Vec<u32> = streak.iter().map(|&i| numbers[i]).filter(|&n| n != 0).collect();
             distinct.sort_unstable();
             distinct.dedup();
-            let (per, of) = LINES_PER_TEMPLATE;
-            let n = streak.len() as u64;
+            let all_prose = streak.iter().all(|&i| is_prose(&lines[i].content));
             if held.is_none()
                 && terminated(&lines[k])
-                && n >= u64::from(rules.template_min_lines)
-                && of * n >= per * distinct.len() as u64
+                && holds(rules, streak.len() as u64, distinct.len() as u64, all_prose)
             {
                 held = Some(streak.len() - 1);
             }

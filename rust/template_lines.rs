@@ -28,15 +28,20 @@
 //! The stretch is [`NEAR_STRETCH`] units at most: a model's near-copies follow each other,
 //! where prose between numbered lines runs on (and would cost its reading).
 //! A near-copy counts no template. A streak is numbered
-//! lines that each recur and are prose ([`is_prose`]); a numbered line that does not recur, or is
-//! not prose, ends it, and so does a line of the lookback whose digits are no number (a name such
-//! as `Group1`, an id of four digits or more: code or data, between which a recurring template is
-//! no loop of prose), and so does a line indented as code that holds a digit (code is no prose);
-//! lines with no digit (or too short, too long) and other lines indented as code neither
-//! continue nor end it. The rule holds at the first streak line where the streak has
+//! lines that each recur and are prose ([`is_prose`]), or are items of a counted list that come
+//! back: a line that recurs as a copy of the latest line of its template save its first number,
+//! which is one more than the first number of the lookback's latest line with the same text
+//! before it, and that is no data to the counter rule ([`TemplateLines::counted_item`]: a model
+//! listing countries, `N. China (1.33 billion)`, with the same few coming back). Any other
+//! numbered line ends it, and so does a line of the lookback whose digits are no number (a name
+//! such as `Group1`, an id of four digits or more: code or data, between which a recurring
+//! template is no loop of prose), and so does a line indented as code that holds a digit (code is
+//! no prose); lines with no digit (or too short, too long) and other lines indented as code
+//! neither continue nor end it. The rule holds at the first streak line where the streak has
 //! `template_min_lines` lines and at least [`LINES_PER_TEMPLATE`] lines per distinct template in
-//! it. The finding is the streak's first line: `start` where it starts, `block` its content,
-//! `repeats` the streak's lines.
+//! it, and, if a line of it is no prose, `code_counter_min_lines` lines and two templates
+//! ([`holds`]). The finding is the streak's first line: `start` where it starts, `block` its
+//! content, `repeats` the streak's lines.
 //!
 //! What a line costs. Most lines of source code are indented (one vector compare tells them apart),
 //! and most other lines of text hold no digit (one vector pass over the line): both are passed
@@ -49,10 +54,13 @@
 //! on a path of its own, which builds no template, when the stretch is short enough, its prose
 //! first, then its stretch's tokens, each searched in the memory a block of units at a time; the
 //! stretch and its memory are read from the window (they fit `max_long_period`, which it holds).
-//! A remembered line with a digit that would leave the window is copied out of it first. Clean
-//! text costs 13-15% more instructions than without the rule (docs/benchmarks.md).
+//! A remembered line with a digit that would leave the window is copied out of it first. A line
+//! that recurs but is no prose is asked whether it is a copy of the line it recurs to first (a
+//! compare of two lines in hand), and only then is the lookback's latest line read. Clean text
+//! costs 13-15% more instructions than without the rule (docs/benchmarks.md).
 
 use crate::classes::{classify, is_ascii_digit, is_whitespace, UnitClass};
+use crate::counters::is_data_line;
 use crate::lanes::{Unit, LANES};
 use crate::rules::Rules;
 use crate::window::Window;
@@ -135,6 +143,8 @@ struct Streak {
     /// of the lookback's, so a template first seen inside the streak was in the lookback of its
     /// first line).
     templates: Vec<u32>,
+    /// Whether every line of it is prose (else it is a counted list: see [`counts_on`]).
+    all_prose: bool,
     reached: bool,
     first_start: u64,
     first_line: Vec<u32>,
@@ -297,7 +307,7 @@ impl TemplateLines {
             return None;
         }
         let line = window.units(start, start + content_len);
-        if holds_number(&line) && self.is_near_copy(&line, x, window) {
+        if first_number(&line).is_some() && self.is_near_copy(&line, x, window) {
             return Some(self.take_near_copy(start, content_len, key, &line));
         }
         self.remember(start, content_len, Some(key));
@@ -306,7 +316,7 @@ impl TemplateLines {
 
     /// A near-copy goes on with the streak (or starts one) and is remembered as prose.
     fn take_near_copy(&mut self, start: u64, content_len: u64, key: u32, line: &[u32]) -> TemplateEvent {
-        let event = self.continue_streak(start, line, 0);
+        let event = self.continue_streak(start, line, 0, true);
         let new = self.remember(start, content_len, Some(key));
         self.lookback[new].prose = Prose::Yes;
         event
@@ -418,8 +428,10 @@ impl TemplateLines {
                 }
                 self.lookback[slot].prose = prose;
                 let template = self.lookback[slot].template;
-                let event = if prose == Prose::Yes {
-                    Some(self.continue_streak(start, &line, template))
+                // A line that is no prose goes on only as an item of a counted list that comes back
+                // (`other` holds the line it recurs to).
+                let event = if prose == Prose::Yes || self.counted_item(&line, &other, window, &mut other_template) {
+                    Some(self.continue_streak(start, &line, template, prose == Prose::Yes))
                 } else {
                     self.streak.take().map(|_| TemplateEvent::Broken)
                 };
@@ -448,23 +460,39 @@ impl TemplateLines {
         is_prose(line) && nothing_new(&window.units(from, gap_start), &window.units(gap_start, x))
     }
 
-    /// A prose line that recurs goes on with the streak, or starts one: `template` is the number
-    /// of its template if it recurs to a line of it, 0 for a near-copy (which counts no template).
-    fn continue_streak(&mut self, start: u64, line: &[u32], template: u32) -> TemplateEvent {
+    /// Whether a numbered line is an item of a counted list that comes back: a copy of `other`, the
+    /// line it recurs to, save its first number ([`copy_save_count`], asked first: a record of
+    /// one shape brings new values), that counts on from the latest line of the lookback
+    /// ([`list_counts_on`]) and is no data ([`is_data_line`], asked last: a table's rows and
+    /// columns of values are the counter rule's, with its count for data).
+    /// `before` is room to read the latest line into.
+    fn counted_item<T: Unit>(&self, line: &[u32], other: &[u32], window: &Window<T>, before: &mut Vec<u32>) -> bool {
+        let latest = (self.next + LOOKBACK - 1) % LOOKBACK;
+        if self.with_digit & (1 << latest) == 0 || !copy_save_count(line, other) {
+            return false;
+        }
+        self.lookback[latest].units(window, before);
+        list_counts_on(before, line) && !is_data_line(line)
+    }
+
+    /// A line that recurs goes on with the streak, or starts one: `template` is the number of its
+    /// template if it recurs to a line of it, 0 for a near-copy (which counts no template);
+    /// `prose`, whether it is prose (else it is an item of a counted list).
+    fn continue_streak(&mut self, start: u64, line: &[u32], template: u32, prose: bool) -> TemplateEvent {
         let streak = self.streak.get_or_insert_with(|| Streak {
             lines: 0,
             templates: Vec::new(),
+            all_prose: true,
             reached: false,
             first_start: start,
             first_line: line.to_vec(),
         });
         streak.lines += 1;
+        streak.all_prose &= prose;
         if template != 0 && !streak.reached && !streak.templates.contains(&template) {
             streak.templates.push(template);
         }
-        let (per, of) = LINES_PER_TEMPLATE;
-        let holds = streak.lines >= u64::from(self.rules.template_min_lines)
-            && of * streak.lines >= per * streak.templates.len() as u64;
+        let holds = holds(&self.rules, streak.lines, streak.templates.len() as u64, streak.all_prose);
         if holds && !streak.reached {
             streak.reached = true;
             TemplateEvent::Reached
@@ -584,8 +612,9 @@ fn mask_numbers(line: &[u32], template: &mut Vec<u32>) -> bool {
     numbered
 }
 
-/// Whether `line` holds a number, as [`mask_numbers`] finds them (without writing a template).
-fn holds_number(line: &[u32]) -> bool {
+/// Where the first number of `line` is and its value, as [`mask_numbers`] finds numbers (without
+/// writing a template); `None` if it holds none.
+pub(crate) fn first_number(line: &[u32]) -> Option<(std::ops::Range<usize>, u32)> {
     let mut i = 0;
     while i < line.len() {
         if !is_ascii_digit(line[i]) {
@@ -594,11 +623,45 @@ fn holds_number(line: &[u32]) -> bool {
         }
         let (end, number) = digit_run(line, i);
         if number {
-            return true;
+            let value = line[i..end].iter().fold(0, |value, &digit| value * 10 + digit - u32::from(b'0'));
+            return Some((i..end, value));
         }
         i = end;
     }
-    false
+    None
+}
+
+/// Whether `line` counts on from `before`: both hold a number, the first number of `line` is one
+/// more than that of `before`, and the text before it is the same (a list's count sits in one
+/// place: `7. China` after `6. Russia`, `Exercise 5` after `Exercise 4 (1)`, where a line that
+/// happens to hold a number one more, `RETURN $2 + $1;` after `... COST 1`, does not count on).
+pub(crate) fn list_counts_on(before: &[u32], line: &[u32]) -> bool {
+    match (first_number(before), first_number(line)) {
+        (Some((a, before_value)), Some((b, value))) => {
+            before_value + 1 == value && before[..a.start] == line[..b.start]
+        }
+        _ => false,
+    }
+}
+
+/// Whether two numbered lines are the same save their first numbers: an item of a counted list
+/// that comes back as it was, where a record of one shape (`{"id": N, "temp": N.5}`) brings new
+/// values.
+pub(crate) fn copy_save_count(line: &[u32], other: &[u32]) -> bool {
+    match (first_number(line), first_number(other)) {
+        (Some((a, _)), Some((b, _))) => line[..a.start] == other[..b.start] && line[a.end..] == other[b.end..],
+        _ => false,
+    }
+}
+
+/// Whether a streak of `lines` lines with `templates` distinct templates holds: at least
+/// [`LINES_PER_TEMPLATE`] lines per template and `template_min_lines` lines, and if a line of it is
+/// no prose (a counted list whose items come back) `code_counter_min_lines` lines as well and two
+/// templates at least (one template counting on is the counter rule's, with its classes).
+pub(crate) fn holds(rules: &Rules, lines: u64, templates: u64, all_prose: bool) -> bool {
+    let (per, of) = LINES_PER_TEMPLATE;
+    let counted = all_prose || (lines >= u64::from(rules.code_counter_min_lines) && templates >= 2);
+    lines >= u64::from(rules.template_min_lines) && of * lines >= per * templates && counted
 }
 
 /// The run of digits from `run` (a digit after none): where it ends, and whether it is a number
@@ -707,10 +770,12 @@ const TOKEN_EDGE: u128 = ascii_set(b".,;:!?()[]{}\"'*_`<>");
 /// its end unless it ends the line (`key:` is a field). Digits never sit in a word, and a token
 /// that is a number stays one whatever its digits' count, so lines of one template agree.
 pub(crate) fn is_prose(line: &[u32]) -> bool {
-    let wide = line.iter().filter(|&&u| matches!(u, 0x3040..=0x30ff | 0x3400..=0x9fff | 0xac00..=0xd7af)).count();
-    if wide >= 6 {
-        return true;
-    }
+    words_prose(line)
+        || line.iter().filter(|&&u| matches!(u, 0x3040..=0x30ff | 0x3400..=0x9fff | 0xac00..=0xd7af)).count() >= 6
+}
+
+/// Whether a line holds three words or more and at most one other token per three words.
+fn words_prose(line: &[u32]) -> bool {
     let mut tokens = line.split(|&u| is_whitespace(u)).filter(|token| !token.is_empty()).peekable();
     let (mut words, mut others) = (0u64, 0u64);
     while let Some(token) = tokens.next() {
@@ -830,6 +895,43 @@ mod tests {
         assert_eq!(template("12.0s-13.0s: I don't know"), template("13.0s-14.0s: I don't know"));
         assert_eq!(template("Step 2. Check the logs"), template("Step 3. Check the logs"), "a point after a number");
         assert_eq!(template("v.2 of 10"), template("v.3 of 12"), "a point after no digit");
+    }
+
+    #[test]
+    fn a_counted_list_whose_items_come_back_is_found_at_its_code_counter_count() {
+        let countries = ["China (1.33 billion)", "India (2.1 billion)", "Russia (2.1 billion)", "Brazil (2.1 billion)"];
+        // Four distinct items, then the same four in no fixed order.
+        let order = [0, 1, 2, 3, 2, 0, 3, 1];
+        let list =
+            |n: usize| -> String { (1..=n).map(|i| format!("{i}. {}\n", countries[order[(i - 1) % 8]])).collect() };
+        let text = list(60);
+        let findings = crate::scan_units(&units(&text), &crate::DEFAULT_RULES);
+        let [found] = &findings[..] else { panic!("one finding: {findings:?}") };
+        assert_eq!(found.rule, crate::Rule::TemplateLines);
+        // From the first item that comes back (the fifth), found at the streak's 25th line.
+        let before = text[..found.detected_at as usize].lines().count();
+        assert_eq!((found.start, before), (text.find("5. ").unwrap() as u64, 4 + 25));
+        assert!(crate::scan_units(&units(&list(4 + 24)), &crate::DEFAULT_RULES).is_empty(), "24 lines of the streak");
+    }
+
+    #[test]
+    fn records_table_rows_and_numbers_that_happen_to_count_are_no_counted_list() {
+        let cities = ["Paris", "Lyon", "Nice"];
+        let found = |text: String| !crate::scan_units(&units(&text), &crate::DEFAULT_RULES).is_empty();
+        let row =
+            |n: usize, temp: usize| format!("{{\"id\": {n}, \"city\": \"{}\", \"temp\": {temp}}},\n", cities[n % 3]);
+        assert!(found((1..80).map(|n| row(n, 20)).collect()), "records that come back as they were");
+        assert!(!found((1..80).map(|n| row(n, 20 + n % 7)).collect()), "records whose values change");
+        // Fewer rows than the counter rule needs of data (64).
+        let table: String = (1..60).map(|n| format!("| option.{n} | {} |\n", n % 3 == 0)).collect();
+        assert!(!found(table), "a table's rows are data");
+        let name = |a: u8| format!("{}{}", char::from(b'a' + a / 26), char::from(b'a' + a % 26));
+        let sql: String = (0..40)
+            .map(|a| {
+                format!("CREATE FUNCTION plus_{}()\n IMMUTABLE PARALLEL SAFE STRICT COST 1\nRETURN $2 + $1;\n", name(a))
+            })
+            .collect();
+        assert!(!found(sql), "`$2` after `COST 1` counts on from no count");
     }
 
     #[test]

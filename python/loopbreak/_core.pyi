@@ -194,14 +194,20 @@ class Rules:
     the 1,024 units' before it (all of it within ``max_long_period`` units); it counts no
     template toward the 1.5 lines per template below. Prose is three
     words or more and at most one other token per three words (list marks and number tokens
-    are neither; a camel-case name or a ``key:`` mid-line is no word), or six CJK chars; one
-    that does not ends the streak, and so does a remembered line whose digits are no number
+    are neither; a camel-case name or a ``key:`` mid-line is no word), or six CJK chars. A
+    line that shares a template but is no prose continues the streak as an item of a counted
+    list that comes back: a copy of the latest line of its template save its first number,
+    which is one more than the first number of the line remembered before it, with the same
+    text before it, and no data (a table row, mostly numbers and punctuation, a name alone:
+    ``N. China (1.33 billion)`` with the same few countries coming back). Any other line
+    that counts ends the streak, and so does a remembered line whose digits are no number
     (a name, a year), and so does a line indented as code that holds a digit. Other lines (not
     read, with no digit, indented as code without a digit, too long) neither continue nor end
     it. A streak is found once it has ``template_min_lines`` lines
     (``template_min_lines=8``) and at least 1.5 lines per template among them (a line that
     recurs as a copy counts too: a few lines cycling in no fixed order repeat no block back to
-    back); ``block`` is its first line, ``repeats`` counts its
+    back), and, if it holds an item of a counted list, ``code_counter_min_lines`` lines
+    (``code_counter_min_lines=25``) and two templates; ``block`` is its first line, ``repeats`` counts its
     lines. ``conservative()`` and ``for_tokens()`` turn the rule off in effect (see there).
 
     Numbers that count by one inside a line, with the same text between each pair (``54.55.56.``

@@ -83,14 +83,17 @@ def test_near_loops_missed_are_the_named_ones() -> None:
         311,
         204,
     )
-    # `<b>N.</b> <b>시골</b>` counts on for 59 lines (12 to 70) to the 800-token cut: a template
-    # of markup, found by its 25th line.
+    # `<b>N.</b> <b>시골</b>` counts on for 59 lines (12 to 70) to the 800-token cut, a template of
+    # markup the counter rule finds by its 25th line; before it, items 1-11 cycle through three
+    # words. From item 4, the first that comes back, it is a counted list of items that come back
+    # (the template rule), found at its 25th line, item 28, before the counter rule's 25th.
     [found] = loopbreak.scan(texts["g13-sampled"])
     assert (found.rule, found.block, found.repeats) == (
-        "counter_lines",
-        "<b>12.</b> <b>시골</b>",
-        59,
+        "template_lines",
+        "<b>4.</b> <b>시골</b>",
+        67,
     )
+    assert texts["g13-sampled"][: found.detected_at].endswith("<b>28.</b> <b>시골</b>\n")
 
 
 @pytest.mark.skipif(not DEVELOPMENT_SET.is_file(), reason="../shared/corpus is not beside the repo")

@@ -1,16 +1,19 @@
 """The template-lines rule (`template_lines`): numbered prose lines drawn from a few templates,
-recurring in or out of order. Real near-loops of small models and of issue threads are found,
+recurring in or out of order, and counted lists whose items come back. Real near-loops of small models and of issue threads are found,
 early; text that only looks like them (numbered lists of distinct items, a reasoning trace that
 returns to a number, lines indented as code, a table of similar rows) is not; a stream finds
 what a scan finds; `trim` keeps the first lines and counts the rest."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import loopbreak
 from support import model_outputs
 from support.issue_excerpts import EXCERPTS
+from support.shared_corpus import DEVELOPMENT_SET
 
 
 def outputs(name: str) -> dict[str, str]:
@@ -127,6 +130,50 @@ def test_items_of_a_heading_and_paragraph_are_remembered_as_items() -> None:
         held_at,
         11,
     )
+
+
+# A list of the most populous countries whose items come back (d33-greedy of the development
+# set): a name and a number, no prose.
+COUNTRIES = [
+    "China (1.33 billion)",
+    "India (2.1 billion)",
+    "United States (2.1 billion)",
+    "Russia (2.1 billion)",
+    "Brazil (2.1 billion)",
+]
+COUNTRY_ORDER = [0, 1, 2, 3, 4] + [3, 0, 1, 3, 3, 0, 3, 4, 1, 2] * 6
+
+
+def test_a_counted_list_whose_items_come_back_holds_at_the_streaks_25th_line() -> None:
+    text = numbered(COUNTRIES, COUNTRY_ORDER)
+    [found] = loopbreak.scan(text)
+    lines = text.splitlines(keepends=True)
+    starts = [sum(map(len, lines[:k])) for k in range(len(lines) + 1)]
+    # Its streak starts at the first item that comes back (the sixth), and holds at its 25th.
+    assert (found.rule, found.start, found.block) == ("template_lines", starts[5], lines[5][:-1])
+    assert (found.detected_at, found.end, found.repeats) == (starts[30], len(text), 60)
+    assert loopbreak.scan("".join(lines[:29])) == []
+    detector = loopbreak.Detector()
+    held = next(
+        (hit for k in range(0, len(text), 7) if (hit := detector.feed(text[k : k + 7]))),
+        None,
+    )
+    assert held is not None and (held.rule, held.detected_at) == ("template_lines", starts[30])
+    trimmed = loopbreak.trim(text, keep=2)
+    assert trimmed.text.startswith(text[: starts[7]])
+    assert "repeated 58 more lines (template_lines)" in trimmed.text
+
+
+@pytest.mark.skipif(not DEVELOPMENT_SET.is_file(), reason="../shared/corpus is not beside the repo")
+def test_the_development_sets_counted_list_is_found_within_its_loop() -> None:
+    # d33-greedy lists 50 countries drawn from six, the same ones coming back from the 4th item;
+    # its streak starts at the 10th (the 9th, `India (2.1 billion)`, is a new template).
+    rows = [json.loads(line) for line in DEVELOPMENT_SET.read_text(encoding="utf-8").splitlines()]
+    [row] = [row for row in rows if row["id"] == "d33-greedy"]
+    [found] = loopbreak.scan(row["text"])
+    assert (found.rule, found.block) == ("template_lines", "10. United Arab Emirates (2.1 billion)")
+    assert row["text"][: found.detected_at].endswith("34. India (2.1 billion)\n")
+    assert found.detected_at - row["start"] < 1_500
 
 
 def keymap() -> str:
@@ -258,6 +305,22 @@ def keymap() -> str:
             for op in ("Zero", "Move")
             for n in range(5, 17)
         ),
+        # Records of one shape whose id counts on, a city among three and a temperature that
+        # changes: each comes back as a new record, not as the one before it.
+        "".join(
+            f'{{"id": {n}, "city": "{("Paris", "Lyon", "Nice")[n % 3]}", "temp": {20 + n * 5 % 11}}}\n'
+            for n in range(1, 60)
+        ),
+        # A table of settings whose rows count on, true or false: rows are data, which the counter
+        # rule reads with its count for data (64).
+        "".join(f"| setting.option.{n} | {str(n % 3 > 0).lower()} |\n" for n in range(40)),
+        # Numbers that count on by chance from one line to the next (`$2` after `COST 1`): the
+        # text before them differs, so no list counts.
+        "".join(
+            f"CREATE FUNCTION plus_{a}{b}()\n IMMUTABLE PARALLEL SAFE STRICT COST 1\nRETURN $2 + $1;\n"
+            for a in "abcdef"
+            for b in "ghijkl"
+        ),
     ],
     ids=[
         "distinct items",
@@ -273,6 +336,9 @@ def keymap() -> str:
         "features by release",
         "kernel versions",
         "rewrite rules",
+        "records whose values change",
+        "table of settings",
+        "numbers that count on by chance",
     ],
 )
 def test_text_that_only_looks_like_it_has_no_finding(text: str) -> None:
@@ -286,4 +352,8 @@ def test_the_conservative_and_token_presets_leave_it_off() -> None:
     assert loopbreak.Rules.for_tokens().template_min_lines == 1 << 24
     assert "template_lines" not in {
         f.rule for f in loopbreak.scan(text, loopbreak.Rules.conservative())
+    }
+    countries = numbered(COUNTRIES, COUNTRY_ORDER)
+    assert "template_lines" not in {
+        f.rule for f in loopbreak.scan(countries, loopbreak.Rules.conservative())
     }

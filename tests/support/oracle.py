@@ -815,8 +815,40 @@ def template_verdict(
     recurs_to = next(
         (k for k in reversed(range(len(lookback))) if lookback[k].template == tpl), None
     )
-    recurs = recurs_to is not None or near_copy(rules, u, lookback, gap_start, x)
-    return remembered, recurs_to, recurs and is_template_prose(content)
+    prose = is_template_prose(content)
+    if recurs_to is not None:
+        item = (
+            counted_item(lookback, content)
+            and copy_save_count(content, lookback[recurs_to].content)
+            and template_line_class(content) != "data"
+        )
+        return remembered, recurs_to, prose or item
+    return remembered, None, prose and near_copy(rules, u, lookback, gap_start, x)
+
+
+def first_number(content: str) -> tuple[int, int, int]:
+    """Where a numbered line's first number (``template_numbers``) starts and ends, and its
+    value."""
+    i, j = template_numbers(content)[0]
+    return i, j, int(content[i:j])
+
+
+def counted_item(lookback: list[TemplateLine], content: str) -> bool:
+    """Whether a numbered line counts on from the latest line of ``lookback``: that line is
+    numbered, its first number is one less than the line's, and the text before it is the
+    same."""
+    if not lookback or lookback[-1].template is None:
+        return False
+    i, _, before = first_number(lookback[-1].content)
+    k, _, value = first_number(content)
+    return before + 1 == value and lookback[-1].content[:i] == content[:k]
+
+
+def copy_save_count(content: str, other: str) -> bool:
+    """Whether two numbered lines are the same save their first numbers."""
+    i, j, _ = first_number(content)
+    k, m, _ = first_number(other)
+    return content[:i] == other[:k] and content[j:] == other[m:]
 
 
 def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
@@ -834,6 +866,7 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
     streak: list[TemplateLine] = []
     streak_numbers: list[int] = []
     held = 0
+    all_prose = True
     start = 0
     gap_start = 0
     for i, ch in enumerate(u):
@@ -856,16 +889,16 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
         if verdict is True and remembered is not None:
             streak.append(remembered)
             streak_numbers.append(numbers[-1])
+            all_prose = all_prose and is_template_prose(remembered.content)
             distinct = len({n for n in streak_numbers if n != 0})
-            if (
-                held == 0
-                and len(streak) >= rules.template_min_lines
-                and 2 * len(streak) >= 3 * distinct
-            ):
-                held = len(streak)
+            if held == 0 and 2 * len(streak) >= 3 * distinct:
+                if all_prose:
+                    held = len(streak) if len(streak) >= rules.template_min_lines else 0
+                elif len(streak) >= rules.code_counter_min_lines and distinct >= 2:
+                    held = len(streak)
         elif verdict is False and streak:
             streaks.append(TemplateStreak(tuple(streak), held, tail=False))
-            streak, streak_numbers, held = [], [], 0
+            streak, streak_numbers, held, all_prose = [], [], 0, True
         start = i + 1
     if streak:
         tail = False
