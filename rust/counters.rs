@@ -94,7 +94,7 @@ struct Streak {
     cycle_lines: usize,
     /// Lines in a row equal to the line a cycle before (fewer than `cycle_lines`).
     flat: usize,
-    /// The lines its cycle needs, once worked out ([`Counters::reached`]).
+    /// The lines its cycle needs, once worked out ([`Counters::event`]).
     required: Option<u64>,
 }
 
@@ -548,7 +548,6 @@ struct Template {
     class: LineClass,
 }
 
-#[inline(always)]
 fn template(line: &[u32]) -> Template {
     let (mut len, mut visible, mut letters, mut code, mut name) = (0, 0, 0, false, true);
     let indent = line.iter().take_while(|&&unit| is_whitespace(unit)).count();

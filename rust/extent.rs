@@ -178,8 +178,9 @@ fn counter_extent<S: Unit>(units: &[S], rules: &Rules, finding: &Finding) -> Ext
 /// text's end for a last line the text ends in that continues it), read as the rule reads: from
 /// the [`LOOKBACK`] lines of the lookback ([`digit_line`]) before its first line on, each such
 /// line from the first on continues the streak if it is numbered and either recurs by template
-/// to one of the [`LOOKBACK`] such lines before it, being prose or counting on from the line
-/// before it (its first number one more), or is prose and a near-copy (two of them share a
+/// to one of the [`LOOKBACK`] such lines before it, being prose or an item of a counted list (a
+/// copy of the latest line of its template save its first number, which counts on from the line
+/// before it, and no data: [`list_counts_on`]), or is prose and a near-copy (two of them share a
 /// template, and nothing in the text since the latest of them is new: [`nothing_new`]), and ends
 /// it otherwise; a line indented as code with a digit ([`DigitLine::Code`]) ends it too; other
 /// lines pass.

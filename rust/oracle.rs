@@ -271,8 +271,8 @@ fn counter_candidate(
 /// of them is new after the memory before it), continues the streak or starts one; any other of
 /// these lines ends it; all other lines pass. The streak holds at its first line with 1.5 lines per
 /// distinct template (as the rule numbers templates; a near-copy counts none) and
-/// `template_min_lines` lines if all its lines are prose, else `code_counter_min_lines` lines and
-/// two templates. Offline, a last line the text ends in (no newline) is read as if a
+/// `template_min_lines` lines, and if a line of it is no prose `code_counter_min_lines` lines as
+/// well and two templates. Offline, a last line the text ends in (no newline) is read as if a
 /// newline ended it.
 fn template_candidates(units: &[u32], rules: &Rules, out: &mut Vec<Candidate>) {
     struct Read {

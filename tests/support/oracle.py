@@ -891,11 +891,15 @@ def template_streaks(rules: loopbreak.Rules, u: str) -> list[TemplateStreak]:
             streak_numbers.append(numbers[-1])
             all_prose = all_prose and is_template_prose(remembered.content)
             distinct = len({n for n in streak_numbers if n != 0})
-            if held == 0 and 2 * len(streak) >= 3 * distinct:
-                if all_prose:
-                    held = len(streak) if len(streak) >= rules.template_min_lines else 0
-                elif len(streak) >= rules.code_counter_min_lines and distinct >= 2:
-                    held = len(streak)
+            # With an item of a counted list, `code_counter_min_lines` and two templates as well.
+            counted = all_prose or (len(streak) >= rules.code_counter_min_lines and distinct >= 2)
+            if (
+                held == 0
+                and len(streak) >= rules.template_min_lines
+                and 2 * len(streak) >= 3 * distinct
+                and counted
+            ):
+                held = len(streak)
         elif verdict is False and streak:
             streaks.append(TemplateStreak(tuple(streak), held, tail=False))
             streak, streak_numbers, held, all_prose = [], [], 0, True
@@ -924,13 +928,16 @@ def template_candidates(rules: loopbreak.Rules, u: str) -> list[Candidate]:
     ``TEMPLATE_LOOKBACK`` remembered lines before it shares its template, whether its content
     is new or a copy.
 
-    A numbered line that recurs and is prose (``is_template_prose``) continues the streak, or
-    starts one; any other remembered line (numbered but not recurring or not prose, or with
-    digits that are no number) ends it and starts none, and so does a line indented as code
-    that holds an ASCII digit (of ``TEMPLATE_MIN_UNITS`` units or more, fitting, not
-    remembered); other lines neither continue nor end it. The rule holds at the first line of a streak where the streak has
+    A numbered line that recurs and is prose (``is_template_prose``), or is an item of a counted
+    list (``counted_item``, ``copy_save_count``, no data: ``template_line_class``), or is prose
+    and a near-copy (``near_copy``), continues the streak, or starts one; any other remembered
+    line (numbered but none of these, or with digits that are no number) ends it and starts
+    none, and so does a line indented as code that holds an ASCII digit (of
+    ``TEMPLATE_MIN_UNITS`` units or more, fitting, not remembered); other lines neither continue
+    nor end it. The rule holds at the first line of a streak where the streak has
     ``template_min_lines`` lines or more and at least 1.5 lines per distinct template among
-    them; a streak holds at most once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
+    them, and, if a line of it is no prose, ``code_counter_min_lines`` lines and two templates;
+    a streak holds at most once. The finding is the streak's first line (``block``, ``start``, ``period`` its length),
     ``repeats`` the streak's lines then; offline, the region runs to the newline of the streak's
     last line, or to the text's end if its last line, with no newline, would continue it."""
     out: list[Candidate] = []
