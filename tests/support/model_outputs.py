@@ -28,6 +28,7 @@ def ids(outputs: list[dict[str, Any]], label: str) -> list[str]:
 
 def found_early(output: dict[str, Any], finding: loopbreak.Finding) -> bool:
     """Whether ``finding`` comes early in the loop ``output``, from where the labeller's longest
-    exact run starts (a finding may come earlier still, on a shorter loop before it)."""
-    late = max(EARLY_UNITS, EARLY_COPIES * output["period"])
+    exact run starts (a finding may come earlier still, on a shorter loop before it); a
+    near-loop whose start was set by eye has no period, and 1,500 units."""
+    late = max(EARLY_UNITS, EARLY_COPIES * (output["period"] or 0))
     return bool(finding.detected_at - output["start"] <= late)
