@@ -143,7 +143,8 @@ struct Streak {
     /// of the lookback's, so a template first seen inside the streak was in the lookback of its
     /// first line).
     templates: Vec<u32>,
-    /// Whether every line of it is prose (else it is a counted list: see [`counts_on`]).
+    /// Whether every line of it is prose (else it holds an item of a counted list:
+    /// [`TemplateLines::counted_item`]).
     all_prose: bool,
     reached: bool,
     first_start: u64,

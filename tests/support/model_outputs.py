@@ -26,6 +26,15 @@ def ids(outputs: list[dict[str, Any]], label: str) -> list[str]:
     return [str(output["id"]) for output in outputs if output["label"] == label]
 
 
+def missed(outputs: list[dict[str, Any]], label: str) -> set[str]:
+    """The ids of the outputs labelled ``label`` in which the default rules find nothing."""
+    return {
+        str(output["id"])
+        for output in outputs
+        if output["label"] == label and not loopbreak.scan(str(output["text"]))
+    }
+
+
 def found_early(output: dict[str, Any], finding: loopbreak.Finding) -> bool:
     """Whether ``finding`` comes early in the loop ``output``, from where the labeller's longest
     exact run starts (a finding may come earlier still, on a shorter loop before it); a
